@@ -1,0 +1,63 @@
+#include "runtime/core/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <utility>
+
+#include "runtime/core/status.h"
+
+namespace onnx_amp {
+
+int64_t NumElements(const Shape& shape) {
+  int64_t count = 1;
+  for (int64_t d : shape) count *= d;
+  return count;
+}
+
+std::string ShapeToString(const Shape& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) text += ",";
+    text += std::to_string(shape[i]);
+  }
+  return text + "]";
+}
+
+std::shared_ptr<Buffer> Buffer::AllocateCpu(size_t bytes) {
+  constexpr size_t kAlignment = 64;
+  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  void* data = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+  if (data == nullptr) throw std::bad_alloc();
+  return std::shared_ptr<Buffer>(new Buffer(data, bytes, DeviceKind::kCpu));
+}
+
+Buffer::~Buffer() {
+  switch (device_) {
+    case DeviceKind::kCpu: std::free(data_); break;
+    case DeviceKind::kCuda: ONNX_AMP_ASSERT(false, "CUDA buffers are owned by the CUDA device"); break;
+  }
+}
+
+Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<Buffer> buffer, size_t byte_offset)
+    : dtype_(dtype), shape_(std::move(shape)), buffer_(std::move(buffer)), offset_(byte_offset) {
+  ONNX_AMP_ASSERT(!buffer_ || offset_ + bytes() <= buffer_->bytes(), "tensor exceeds its buffer");
+}
+
+Tensor Tensor::Empty(DType dtype, Shape shape) {
+  const size_t bytes = static_cast<size_t>(NumElements(shape)) * DTypeSize(dtype);
+  return Tensor(dtype, std::move(shape), Buffer::AllocateCpu(bytes));
+}
+
+Tensor Tensor::Zeros(DType dtype, Shape shape) {
+  Tensor tensor = Empty(dtype, std::move(shape));
+  if (tensor.bytes() > 0) std::memset(tensor.raw_data(), 0, tensor.bytes());
+  return tensor;
+}
+
+Tensor Tensor::Reshaped(Shape shape) const {
+  ONNX_AMP_ASSERT(NumElements(shape) == num_elements(), "reshape changes the element count");
+  return Tensor(dtype_, std::move(shape), buffer_, offset_);
+}
+
+}  // namespace onnx_amp

@@ -1,0 +1,76 @@
+// The kernel interface. A kernel is a function of a KernelContext, registered per
+// (domain, op type, device); it dispatches on dtype once, at its entry, and returns
+// an Unsupported status naming the dtype for combinations it does not implement.
+// Device kernels (CUDA) plug into the same table with DeviceKind::kCuda.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "runtime/core/status.h"
+#include "runtime/core/tensor.h"
+
+namespace onnx { class NodeProto; class GraphProto; class TensorProto; class AttributeProto; }
+
+namespace onnx_amp {
+
+class ThreadPool;
+
+class KernelContext {
+ public:
+  virtual ~KernelContext() = default;
+
+  virtual const onnx::NodeProto& node() const = 0;
+  // Opset version of the node's domain in the model (e.g. 13 for Softmax-13 semantics).
+  virtual int opset() const = 0;
+  virtual DeviceKind device() const = 0;
+
+  virtual int num_inputs() const = 0;
+  // nullptr when the input is absent ("" in the node, or beyond the node's inputs).
+  virtual const Tensor* input(int index) const = 0;
+  virtual int num_outputs() const = 0;
+  // Whether output `index` is consumed by anyone (lets kernels skip optional outputs).
+  virtual bool output_used(int index) const = 0;
+
+  // Allocates output `index`. The executor may return memory reused from a dead tensor,
+  // or (when the planner proved it safe) the buffer of input `inplace_hint`.
+  virtual Expected<Tensor*> AllocateOutput(int index, DType dtype, const Shape& shape) = 0;
+  // Sets output `index` to an existing tensor (views: Reshape, Identity, Squeeze...).
+  virtual void SetOutput(int index, Tensor tensor) = 0;
+
+  // Runs a graph-valued attribute (If/Loop/Scan bodies) with the given inputs; outer-scope
+  // values the body reads are resolved by the executor.
+  virtual Expected<std::vector<Tensor>> RunSubgraph(std::string_view attribute,
+                                                    std::vector<Tensor> inputs) = 0;
+
+  virtual ThreadPool& threads() = 0;
+
+  // Attribute access (ONNX defaults are the caller's to pass).
+  const onnx::AttributeProto* attribute(std::string_view name) const;
+  bool has_attribute(std::string_view name) const { return attribute(name) != nullptr; }
+  int64_t attr_int(std::string_view name, int64_t fallback) const;
+  float attr_float(std::string_view name, float fallback) const;
+  std::string attr_string(std::string_view name, std::string_view fallback) const;
+  std::vector<int64_t> attr_ints(std::string_view name) const;
+  std::vector<float> attr_floats(std::string_view name) const;
+  std::vector<std::string> attr_strings(std::string_view name) const;
+
+  // Error helpers naming the node ("node 'conv1' (Conv): ...").
+  Status Error(ErrorCode code, const std::string& message) const;
+  Status UnsupportedDType(DType dtype) const;
+};
+
+using KernelFn = Status (*)(KernelContext& context);
+
+struct KernelDef {
+  std::string_view domain;  // "" for ai.onnx
+  std::string_view op_type;
+  DeviceKind device;
+  KernelFn compute;
+};
+
+}  // namespace onnx_amp
