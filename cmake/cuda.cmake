@@ -14,6 +14,8 @@ if(NOT ONNX_AMP_CUDA STREQUAL "OFF")
       set(CMAKE_CUDA_ARCHITECTURES 80 90)  # Ampere and Hopper Tensor Cores
     endif()
     enable_language(CUDA)
+    set(CMAKE_CUDA_STANDARD 17)  # the newest dialect CMake 3.25 knows for nvcc
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit REQUIRED)
     set(ONNX_AMP_WITH_CUDA ON)
   elseif(ONNX_AMP_CUDA STREQUAL "ON")
