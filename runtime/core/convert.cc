@@ -1,0 +1,307 @@
+// Bulk float32 <-> float16 / bfloat16 conversions. The scalar path loops over the
+// functions of float16.h; the AVX2+F16C and AVX-512 paths are compiled with
+// per-function target attributes, so the library itself stays baseline x86-64, and
+// the widest path the CPU supports is chosen once per process.
+#include "runtime/core/convert.h"
+
+#include "runtime/core/float16.h"
+#include "runtime/core/status.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#define ONNX_AMP_CONVERT_X86 1
+#include <cpuid.h>
+#if defined(__GNUC__) && !defined(__clang__)
+// A false positive of GCC 12: its AVX-512 headers trip -Wmaybe-uninitialized on
+// their own self-initialised _mm256_undefined_si256().
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+#else
+#include <immintrin.h>
+#endif
+#else
+#define ONNX_AMP_CONVERT_X86 0
+#endif
+
+namespace onnx_amp {
+namespace {
+
+using FloatToBitsFn = void (*)(const float*, uint16_t*, size_t);
+using BitsToFloatFn = void (*)(const uint16_t*, float*, size_t);
+
+struct ConvertFunctions {
+  FloatToBitsFn float_to_half;
+  BitsToFloatFn half_to_float;
+  FloatToBitsFn float_to_bfloat16;
+  BitsToFloatFn bfloat16_to_float;
+};
+
+void FloatToHalfScalar(const float* src, uint16_t* dst, size_t count) {
+  for (size_t i = 0; i < count; ++i) dst[i] = FloatToHalfBits(src[i]);
+}
+
+void HalfToFloatScalar(const uint16_t* src, float* dst, size_t count) {
+  for (size_t i = 0; i < count; ++i) dst[i] = HalfBitsToFloat(src[i]);
+}
+
+void FloatToBFloat16Scalar(const float* src, uint16_t* dst, size_t count) {
+  for (size_t i = 0; i < count; ++i) dst[i] = FloatToBFloat16Bits(src[i]);
+}
+
+void BFloat16ToFloatScalar(const uint16_t* src, float* dst, size_t count) {
+  for (size_t i = 0; i < count; ++i) dst[i] = BFloat16BitsToFloat(src[i]);
+}
+
+constexpr ConvertFunctions kScalarFunctions = {FloatToHalfScalar, HalfToFloatScalar,
+                                               FloatToBFloat16Scalar, BFloat16ToFloatScalar};
+
+#if ONNX_AMP_CONVERT_X86
+
+#define ONNX_AMP_TARGET_AVX2 __attribute__((target("avx2,f16c")))
+#define ONNX_AMP_TARGET_AVX512 __attribute__((target("avx512f,avx512bw")))
+
+// ---- AVX2 + F16C: 8 lanes, scalar tail (AVX2 has no 16-bit masked store). ----
+
+// vcvtps2ph with an immediate rounding mode ignores MXCSR (rounding, DAZ, FTZ) and
+// quiets NaNs keeping the top payload bits, exactly as FloatToHalfBits does.
+ONNX_AMP_TARGET_AVX2 void FloatToHalfAvx2(const float* src, uint16_t* dst, size_t count) {
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    const __m128i half = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), half);
+  }
+  FloatToHalfScalar(src + i, dst + i, count - i);
+}
+
+ONNX_AMP_TARGET_AVX2 void HalfToFloatAvx2(const uint16_t* src, float* dst, size_t count) {
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    const __m128i half = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(half));
+  }
+  HalfToFloatScalar(src + i, dst + i, count - i);
+}
+
+// Round-to-nearest-even on the float bits (add 0x7FFF plus the kept lsb), NaN lanes
+// quieted instead (sign and top payload kept, bit 0x40 of the result set). The
+// bfloat16 bits end up in the low half of each 32-bit lane.
+ONNX_AMP_TARGET_AVX2 __m256i RoundToBFloat16Avx2(__m256i bits) {
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+  const __m256i rounded = _mm256_add_epi32(bits, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF)));
+  const __m256i quieted = _mm256_or_si256(bits, _mm256_set1_epi32(0x400000));
+  const __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF));
+  const __m256i is_nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7F800000));
+  return _mm256_srli_epi32(_mm256_blendv_epi8(rounded, quieted, is_nan), 16);
+}
+
+ONNX_AMP_TARGET_AVX2 void FloatToBFloat16Avx2(const float* src, uint16_t* dst, size_t count) {
+  size_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    const __m256i low = RoundToBFloat16Avx2(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)));
+    const __m256i high = RoundToBFloat16Avx2(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 8)));
+    // packus interleaves 128-bit halves (low0 high0 low1 high1); the permute restores order.
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(low, high), 0xD8);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), packed);
+  }
+  FloatToBFloat16Scalar(src + i, dst + i, count - i);
+}
+
+ONNX_AMP_TARGET_AVX2 void BFloat16ToFloatAvx2(const uint16_t* src, float* dst, size_t count) {
+  size_t i = 0;
+  for (; i + 8 <= count; i += 8) {
+    const __m128i bf16 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm256_slli_epi32(_mm256_cvtepu16_epi32(bf16), 16));
+  }
+  BFloat16ToFloatScalar(src + i, dst + i, count - i);
+}
+
+constexpr ConvertFunctions kAvx2Functions = {FloatToHalfAvx2, HalfToFloatAvx2, FloatToBFloat16Avx2,
+                                             BFloat16ToFloatAvx2};
+
+// ---- AVX-512 (F + BW): 16 lanes, masked loads/stores for the tail. ----
+
+ONNX_AMP_TARGET_AVX512 __mmask16 TailMask(size_t remaining) {
+  return static_cast<__mmask16>((1u << remaining) - 1u);  // remaining < 16
+}
+
+ONNX_AMP_TARGET_AVX512 void FloatToHalfAvx512(const float* src, uint16_t* dst, size_t count) {
+  size_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    const __m256i half = _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), half);
+  }
+  if (i == count) return;
+  const __mmask16 mask = TailMask(count - i);
+  const __m256i half = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(mask, src + i), _MM_FROUND_TO_NEAREST_INT);
+  _mm512_mask_storeu_epi16(dst + i, mask, _mm512_castsi256_si512(half));
+}
+
+ONNX_AMP_TARGET_AVX512 void HalfToFloatAvx512(const uint16_t* src, float* dst, size_t count) {
+  size_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    const __m256i half = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+    _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(half));
+  }
+  if (i == count) return;
+  const __mmask16 mask = TailMask(count - i);
+  const __m256i half = _mm512_castsi512_si256(_mm512_maskz_loadu_epi16(mask, src + i));
+  _mm512_mask_storeu_ps(dst + i, mask, _mm512_cvtph_ps(half));
+}
+
+// Not VCVTNEPS2BF16 (AVX512_BF16): it flushes subnormal inputs and outputs to zero, so
+// it cannot match the IEEE scalar path bit for bit. Same integer trick as AVX2 instead.
+ONNX_AMP_TARGET_AVX512 __m256i RoundToBFloat16Avx512(__m512i bits) {
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
+  const __m512i rounded = _mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF)));
+  const __m512i quieted = _mm512_or_si512(bits, _mm512_set1_epi32(0x400000));
+  const __m512i magnitude = _mm512_and_si512(bits, _mm512_set1_epi32(0x7FFFFFFF));
+  const __mmask16 is_nan = _mm512_cmpgt_epu32_mask(magnitude, _mm512_set1_epi32(0x7F800000));
+  return _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_mask_blend_epi32(is_nan, rounded, quieted), 16));
+}
+
+ONNX_AMP_TARGET_AVX512 void FloatToBFloat16Avx512(const float* src, uint16_t* dst, size_t count) {
+  size_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    const __m256i bf16 = RoundToBFloat16Avx512(_mm512_loadu_si512(src + i));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), bf16);
+  }
+  if (i == count) return;
+  const __mmask16 mask = TailMask(count - i);
+  const __m256i bf16 = RoundToBFloat16Avx512(_mm512_maskz_loadu_epi32(mask, src + i));
+  _mm512_mask_storeu_epi16(dst + i, mask, _mm512_castsi256_si512(bf16));
+}
+
+ONNX_AMP_TARGET_AVX512 void BFloat16ToFloatAvx512(const uint16_t* src, float* dst, size_t count) {
+  size_t i = 0;
+  for (; i + 16 <= count; i += 16) {
+    const __m256i bf16 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i));
+    _mm512_storeu_si512(dst + i, _mm512_slli_epi32(_mm512_cvtepu16_epi32(bf16), 16));
+  }
+  if (i == count) return;
+  const __mmask16 mask = TailMask(count - i);
+  const __m256i bf16 = _mm512_castsi512_si256(_mm512_maskz_loadu_epi16(mask, src + i));
+  _mm512_mask_storeu_epi32(dst + i, mask, _mm512_slli_epi32(_mm512_cvtepu16_epi32(bf16), 16));
+}
+
+constexpr ConvertFunctions kAvx512Functions = {FloatToHalfAvx512, HalfToFloatAvx512, FloatToBFloat16Avx512,
+                                               BFloat16ToFloatAvx512};
+
+struct CpuFeatures {
+  bool avx2_f16c;
+  bool avx512;
+};
+
+// F16C is CPUID.1:ECX bit 29, read directly because not every compiler's
+// __builtin_cpu_supports knows "f16c".
+bool CpuHasF16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+}
+
+// __builtin_cpu_supports also checks that the OS saves the YMM / ZMM state, which
+// the F16C instructions need too.
+const CpuFeatures& DetectedCpuFeatures() {
+  static const CpuFeatures features = [] {
+    __builtin_cpu_init();
+    return CpuFeatures{
+        .avx2_f16c = __builtin_cpu_supports("avx2") && CpuHasF16c(),
+        .avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"),
+    };
+  }();
+  return features;
+}
+
+#endif  // ONNX_AMP_CONVERT_X86
+
+const ConvertFunctions& FunctionsFor(ConvertPath path) {
+  ONNX_AMP_ASSERT(ConvertPathSupported(path), "conversion path not supported by this CPU");
+  switch (path) {
+    case ConvertPath::kScalar:
+      return kScalarFunctions;
+#if ONNX_AMP_CONVERT_X86
+    case ConvertPath::kAvx2F16c:
+      return kAvx2Functions;
+    case ConvertPath::kAvx512:
+      return kAvx512Functions;
+#else
+    case ConvertPath::kAvx2F16c:
+    case ConvertPath::kAvx512:
+      break;  // rejected by the assert above
+#endif
+  }
+  return kScalarFunctions;
+}
+
+const ConvertFunctions& BestFunctions() {
+  static const ConvertFunctions& best = []() -> const ConvertFunctions& {
+    for (ConvertPath path : {ConvertPath::kAvx512, ConvertPath::kAvx2F16c}) {
+      if (ConvertPathSupported(path)) return FunctionsFor(path);
+    }
+    return kScalarFunctions;
+  }();
+  return best;
+}
+
+}  // namespace
+
+bool ConvertPathSupported(ConvertPath path) {
+  switch (path) {
+    case ConvertPath::kScalar:
+      return true;
+#if ONNX_AMP_CONVERT_X86
+    case ConvertPath::kAvx2F16c:
+      return DetectedCpuFeatures().avx2_f16c;
+    case ConvertPath::kAvx512:
+      return DetectedCpuFeatures().avx512;
+#else
+    case ConvertPath::kAvx2F16c:
+    case ConvertPath::kAvx512:
+      return false;
+#endif
+  }
+  return false;
+}
+
+std::string_view ConvertPathName(ConvertPath path) {
+  switch (path) {
+    case ConvertPath::kScalar: return "scalar";
+    case ConvertPath::kAvx2F16c: return "avx2-f16c";
+    case ConvertPath::kAvx512: return "avx512";
+  }
+  return "unknown";
+}
+
+void ConvertFloatToHalf(const float* src, uint16_t* dst, size_t count) {
+  BestFunctions().float_to_half(src, dst, count);
+}
+
+void ConvertHalfToFloat(const uint16_t* src, float* dst, size_t count) {
+  BestFunctions().half_to_float(src, dst, count);
+}
+
+void ConvertFloatToBFloat16(const float* src, uint16_t* dst, size_t count) {
+  BestFunctions().float_to_bfloat16(src, dst, count);
+}
+
+void ConvertBFloat16ToFloat(const uint16_t* src, float* dst, size_t count) {
+  BestFunctions().bfloat16_to_float(src, dst, count);
+}
+
+void ConvertFloatToHalfWith(ConvertPath path, const float* src, uint16_t* dst, size_t count) {
+  FunctionsFor(path).float_to_half(src, dst, count);
+}
+
+void ConvertHalfToFloatWith(ConvertPath path, const uint16_t* src, float* dst, size_t count) {
+  FunctionsFor(path).half_to_float(src, dst, count);
+}
+
+void ConvertFloatToBFloat16With(ConvertPath path, const float* src, uint16_t* dst, size_t count) {
+  FunctionsFor(path).float_to_bfloat16(src, dst, count);
+}
+
+void ConvertBFloat16ToFloatWith(ConvertPath path, const uint16_t* src, float* dst, size_t count) {
+  FunctionsFor(path).bfloat16_to_float(src, dst, count);
+}
+
+}  // namespace onnx_amp
