@@ -1,0 +1,113 @@
+// CheckModel and InferShapes: valid models pass (opset 21, and external data that was
+// loaded into memory), invalid ones return InvalidModel instead of throwing.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "runtime/onnx/model_io.h"
+#include "runtime/onnx/onnx_checks.h"
+#include "tests/onnx/test_util.h"
+
+namespace onnx_amp {
+namespace {
+
+namespace fs = std::filesystem;
+
+onnx::ModelProto Load(const fs::path& path) {
+  Expected<onnx::ModelProto> model = LoadModel(path);
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  return model.ok() ? std::move(model).value() : onnx::ModelProto();
+}
+
+const onnx::ValueInfoProto* FindValueInfo(const onnx::GraphProto& graph, const std::string& name) {
+  for (const onnx::ValueInfoProto& info : graph.value_info()) {
+    if (info.name() == name) return &info;
+  }
+  return nullptr;
+}
+
+// A one-node Add graph over inputs of the given shapes.
+onnx::ModelProto AddModel(std::initializer_list<int64_t> a_shape, std::initializer_list<int64_t> b_shape) {
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(17);
+  onnx::GraphProto* graph = model.mutable_graph();
+  graph->set_name("add");
+  const std::pair<const char*, std::initializer_list<int64_t>> inputs[] = {{"A", a_shape}, {"B", b_shape}};
+  for (const auto& [name, shape] : inputs) {
+    onnx::ValueInfoProto* input = graph->add_input();
+    input->set_name(name);
+    onnx::TypeProto_Tensor* type = input->mutable_type()->mutable_tensor_type();
+    type->set_elem_type(onnx::TensorProto_DataType_FLOAT);
+    for (const int64_t dim : shape) type->mutable_shape()->add_dim()->set_dim_value(dim);
+  }
+  onnx::NodeProto* node = graph->add_node();
+  node->set_op_type("Add");
+  for (const char* name : {"A", "B"}) node->add_input(std::string(name));
+  node->add_output(std::string("C"));
+  graph->add_output()->set_name("C");
+  graph->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto_DataType_FLOAT);
+  return model;
+}
+
+TEST(OnnxChecksTest, Opset21ModelPassesFullCheckAndStrictInference) {
+  onnx::ModelProto model = Load(testing::GeneratedModels() / "opset21" / "model.onnx");
+  const Status checked = CheckModel(model, /*full_check=*/true);
+  EXPECT_TRUE(checked.ok()) << checked.message();
+  const Status inferred = InferShapes(model, /*strict=*/true);
+  ASSERT_TRUE(inferred.ok()) << inferred.message();
+  // Reshape's target shape comes from an initializer: data propagation resolves [6, 8].
+  for (const char* name : {"biased", "normed", "act", "doubled"}) {
+    const onnx::ValueInfoProto* info = FindValueInfo(model.graph(), name);
+    ASSERT_NE(info, nullptr) << name;
+    const onnx::TensorShapeProto& shape = info->type().tensor_type().shape();
+    ASSERT_EQ(shape.dim_size(), 2) << name;
+    EXPECT_EQ(shape.dim(0).dim_value(), 6) << name;
+    EXPECT_EQ(shape.dim(1).dim_value(), 8) << name;
+  }
+}
+
+TEST(OnnxChecksTest, LoadedExternalDataNeedsNoFiles) {
+  onnx::ModelProto model = Load(testing::GeneratedModels() / "external" / "model.onnx");
+  // The checker resolves external locations against the working folder; with the data
+  // loaded there is nothing left to resolve.
+  const fs::path cwd = fs::current_path();
+  testing::TempDir temp;
+  fs::current_path(temp.path());
+  const Status checked = CheckModel(model, /*full_check=*/true);
+  fs::current_path(cwd);
+  EXPECT_TRUE(checked.ok()) << checked.message();
+}
+
+TEST(OnnxChecksTest, ExternalDataLeftInPlaceIsRefusedNotLookedUp) {
+  LoadOptions in_place;
+  in_place.load_external_data = false;
+  Expected<onnx::ModelProto> model = LoadModel(testing::GeneratedModels() / "external" / "model.onnx", in_place);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  const Status status = CheckModel(*model, /*full_check=*/false);
+  EXPECT_EQ(status.code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("still refers to its external data"), std::string::npos) << status.message();
+}
+
+TEST(OnnxChecksTest, UndefinedInputIsInvalidModel) {
+  onnx::ModelProto model = AddModel({2, 3}, {2, 3});
+  model.mutable_graph()->mutable_node(0)->set_input(1, "missing");
+  const Status status = CheckModel(model, /*full_check=*/false);
+  EXPECT_EQ(status.code(), ErrorCode::kInvalidModel);
+  EXPECT_NE(status.message().find("missing"), std::string::npos) << status.message();
+}
+
+TEST(OnnxChecksTest, IncompatibleShapesFailOnlyStrictInference) {
+  onnx::ModelProto strict_model = AddModel({2, 3}, {4, 5});
+  const Status strict = InferShapes(strict_model, /*strict=*/true);
+  EXPECT_EQ(strict.code(), ErrorCode::kInvalidModel);
+  EXPECT_NE(strict.message().find("shape inference"), std::string::npos) << strict.message();
+
+  onnx::ModelProto lenient_model = AddModel({2, 3}, {4, 5});
+  EXPECT_TRUE(InferShapes(lenient_model, /*strict=*/false).ok());
+  EXPECT_EQ(CheckModel(AddModel({2, 3}, {4, 5}), /*full_check=*/true).code(), ErrorCode::kInvalidModel);
+}
+
+}  // namespace
+}  // namespace onnx_amp
