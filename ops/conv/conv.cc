@@ -1,0 +1,174 @@
+// Conv (1-D/2-D/3-D, groups incl. depthwise, dilations, pads, auto_pad, bias) through
+// oneDNN with plain NC[D]HW layouts. float32 runs as is; bfloat16 runs natively (bf16
+// operands, float32 accumulation and output) where the CPU has an optimised kernel;
+// float16 (and bfloat16 elsewhere) is widened exactly to float32. The float32 result
+// is rounded to the output dtype once. float64 runs a plain loop.
+#include <string>
+
+#include "ops/conv/conv_kernels.h"
+#include "ops/conv/window_geometry.h"
+#include "ops/linalg/float_compute.h"
+#include "ops/linalg/onednn_utils.h"
+
+namespace onnx_amp {
+namespace {
+
+using dt = dnnl::memory::data_type;
+
+struct ConvShape {
+  int64_t batch = 0, in_channels = 0, out_channels = 0, group = 1;
+  WindowGeometry window;
+};
+
+std::string ConvKey(const ConvShape& s, dt operand_type, bool has_bias) {
+  const WindowGeometry& g = s.window;
+  return "conv/" + std::to_string(static_cast<int>(operand_type)) + "/" + std::to_string(s.batch) + "/" +
+         std::to_string(s.in_channels) + "/" + std::to_string(s.out_channels) + "/" + std::to_string(s.group) + "/" +
+         dnn::DimsKey(g.in) + "/" + dnn::DimsKey(g.kernel) + "/" + dnn::DimsKey(g.strides) + "/" +
+         dnn::DimsKey(g.dilations) + "/" + dnn::DimsKey(g.pads_begin) + "/" + dnn::DimsKey(g.pads_end) +
+         (has_bias ? "/bias" : "");
+}
+
+// Runs the convolution; bias (float32) may be null. Unsupported when bfloat16 has no
+// optimised implementation here.
+Status RunDnnlConv(const ConvShape& s, dt operand_type, const void* x, const void* w, const float* bias, float* y) {
+  const WindowGeometry& g = s.window;
+  dnnl::memory::dims x_dims{s.batch, s.in_channels}, y_dims{s.batch, s.out_channels}, w_dims;
+  if (s.group > 1) w_dims = {s.group, s.out_channels / s.group, s.in_channels / s.group};
+  else w_dims = {s.out_channels, s.in_channels};
+  dnnl::memory::dims dilations;
+  for (size_t i = 0; i < g.rank(); ++i) {
+    x_dims.push_back(g.in[i]);
+    y_dims.push_back(g.out[i]);
+    w_dims.push_back(g.kernel[i]);
+    dilations.push_back(g.dilations[i] - 1);  // oneDNN counts the gaps
+  }
+  const auto x_md = dnn::PlainDesc(x_dims, operand_type);
+  const auto w_md = dnn::PlainDesc(w_dims, operand_type);
+  const auto b_md = dnn::PlainDesc({s.out_channels}, dt::f32);
+  const auto y_md = dnn::PlainDesc(y_dims, dt::f32);
+  const bool need_optimized = operand_type != dt::f32;
+  ONNX_AMP_ASSIGN_OR_RETURN(auto primitive, dnn::CachedPrimitive(ConvKey(s, operand_type, bias != nullptr), [&]() {
+    const dnnl::memory::dims strides(g.strides.begin(), g.strides.end());
+    const dnnl::memory::dims pad_l(g.pads_begin.begin(), g.pads_begin.end());
+    const dnnl::memory::dims pad_r(g.pads_end.begin(), g.pads_end.end());
+    const auto desc = bias != nullptr
+                          ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                            dnnl::algorithm::convolution_direct, x_md, w_md, b_md,
+                                                            y_md, strides, dilations, pad_l, pad_r)
+                          : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                                            dnnl::algorithm::convolution_direct, x_md, w_md, y_md,
+                                                            strides, dilations, pad_l, pad_r);
+    dnnl::primitive_attr attr;
+    dnn::PrepareAttr(attr);
+    const dnnl::convolution_forward::primitive_desc pd(desc, attr, dnn::CpuEngine());
+    if (need_optimized && !dnn::IsOptimized(pd)) return std::optional<dnn::Primitive>();
+    return std::optional<dnn::Primitive>(dnn::MakePrimitive<dnnl::convolution_forward>(pd));
+  }));
+  if (!primitive) return Unsupported("no optimised oneDNN convolution for these operands");
+  std::unordered_map<int, std::pair<dnnl::memory::desc, const void*>> args{
+      {DNNL_ARG_SRC, {x_md, x}}, {DNNL_ARG_WEIGHTS, {w_md, w}}, {DNNL_ARG_DST, {y_md, y}}};
+  if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, std::make_pair(b_md, bias));
+  return dnn::Execute(*primitive, args);
+}
+
+// float64: direct loops.
+void ReferenceConv(const ConvShape& s, const double* x, const double* w, const double* bias, double* y) {
+  const WindowGeometry& g = s.window;
+  const size_t rank = g.rank();
+  const int64_t in_per_group = s.in_channels / s.group, out_per_group = s.out_channels / s.group;
+  int64_t in_size = 1, out_size = 1, kernel_size = 1;
+  for (size_t i = 0; i < rank; ++i) in_size *= g.in[i], out_size *= g.out[i], kernel_size *= g.kernel[i];
+  std::vector<int64_t> o_index(rank), k_index(rank);
+  for (int64_t n = 0; n < s.batch; ++n) {
+    for (int64_t oc = 0; oc < s.out_channels; ++oc) {
+      const int64_t group = oc / out_per_group;
+      for (int64_t o = 0; o < out_size; ++o) {
+        for (int64_t rest = o, i = static_cast<int64_t>(rank) - 1; i >= 0; --i) o_index[i] = rest % g.out[i], rest /= g.out[i];
+        double sum = bias ? bias[oc] : 0.0;
+        for (int64_t ic = 0; ic < in_per_group; ++ic) {
+          const double* x_plane = x + (n * s.in_channels + group * in_per_group + ic) * in_size;
+          const double* w_plane = w + (oc * in_per_group + ic) * kernel_size;
+          for (int64_t k = 0; k < kernel_size; ++k) {
+            int64_t offset = 0;
+            bool inside = true;
+            for (int64_t rest = k, i = static_cast<int64_t>(rank) - 1; i >= 0; --i) {
+              k_index[i] = rest % g.kernel[i], rest /= g.kernel[i];
+            }
+            for (size_t i = 0; i < rank && inside; ++i) {
+              const int64_t pos = o_index[i] * g.strides[i] - g.pads_begin[i] + k_index[i] * g.dilations[i];
+              inside = pos >= 0 && pos < g.in[i];
+              offset = offset * g.in[i] + pos;
+            }
+            if (inside) sum += x_plane[offset] * w_plane[k];
+          }
+        }
+        y[(n * s.out_channels + oc) * out_size + o] = sum;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Status ConvCpu(KernelContext& context) {
+  const Tensor* x = context.input(0);
+  const Tensor* w = context.input(1);
+  const Tensor* b = context.input(2);
+  if (x == nullptr || w == nullptr) return context.Error(ErrorCode::kInvalidModel, "Conv needs inputs X and W");
+  if (x->rank() < 3 || x->rank() > 5 || w->rank() != x->rank()) {
+    return context.Error(ErrorCode::kUnsupported, "Conv takes 1-D to 3-D inputs with matching weights; X " +
+                                                      ShapeToString(x->shape()) + ", W " + ShapeToString(w->shape()));
+  }
+  if (w->dtype() != x->dtype() || (b != nullptr && b->dtype() != x->dtype())) {
+    return context.Error(ErrorCode::kInvalidModel, "X, W and B have different dtypes");
+  }
+  ConvShape s;
+  s.batch = x->dim(0);
+  s.in_channels = x->dim(1);
+  s.out_channels = w->dim(0);
+  s.group = context.attr_int("group", 1);
+  if (s.group < 1 || s.in_channels != w->dim(1) * s.group || s.out_channels % s.group != 0) {
+    return context.Error(ErrorCode::kInvalidModel, "channels do not match group " + std::to_string(s.group) + ": X " +
+                                                       ShapeToString(x->shape()) + ", W " + ShapeToString(w->shape()));
+  }
+  if (b != nullptr && (b->rank() != 1 || b->dim(0) != s.out_channels)) {
+    return context.Error(ErrorCode::kInvalidModel, "B must have shape [" + std::to_string(s.out_channels) + "]");
+  }
+  const Shape spatial(x->shape().begin() + 2, x->shape().end());
+  const std::vector<int64_t> kernel(w->shape().begin() + 2, w->shape().end());
+  ONNX_AMP_ASSIGN_OR_RETURN(s.window, ForwardWindow(context, spatial, kernel, false));
+  if (s.window.kernel != kernel) return context.Error(ErrorCode::kInvalidModel, "kernel_shape differs from W");
+  Shape y_shape{s.batch, s.out_channels};
+  y_shape.insert(y_shape.end(), s.window.out.begin(), s.window.out.end());
+  const DType dtype = x->dtype();
+  ONNX_AMP_ASSIGN_OR_RETURN(Tensor * y, context.AllocateOutput(0, dtype, y_shape));
+  if (y->num_elements() == 0) return Status::Ok();
+  if (x->num_elements() == 0) return context.Error(ErrorCode::kInvalidModel, "empty input with a non-empty output");
+
+  if (dtype == DType::kFloat64) {
+    ReferenceConv(s, x->data<double>(), w->data<double>(), b ? b->data<double>() : nullptr, y->data<double>());
+    return Status::Ok();
+  }
+  if (dtype != DType::kFloat32 && !IsLowPrecision(dtype)) return context.UnsupportedDType(dtype);
+  std::vector<float> bias;
+  if (b != nullptr) bias = ToFloat32(*b);
+  const float* bias_data = b ? bias.data() : nullptr;
+  if (dtype == DType::kFloat32) {
+    Status status = RunDnnlConv(s, dt::f32, x->raw_data(), w->raw_data(), bias_data, y->data<float>());
+    return status.ok() ? status : context.Error(status.code(), status.message());
+  }
+  std::vector<float> y_f32(static_cast<size_t>(y->num_elements()));
+  Status status = Unsupported("float16 runs on float32 operands");
+  if (dtype == DType::kBFloat16) status = RunDnnlConv(s, dt::bf16, x->raw_data(), w->raw_data(), bias_data, y_f32.data());
+  if (status.code() == ErrorCode::kUnsupported) {
+    // Widening to float32 is exact: the same products, accumulated in float32.
+    const std::vector<float> x_f32 = ToFloat32(*x), w_f32 = ToFloat32(*w);
+    status = RunDnnlConv(s, dt::f32, x_f32.data(), w_f32.data(), bias_data, y_f32.data());
+  }
+  if (!status.ok()) return context.Error(status.code(), status.message());
+  StoreFromFloat32(y_f32.data(), *y);
+  return Status::Ok();
+}
+
+}  // namespace onnx_amp

@@ -1,0 +1,19 @@
+// Registers the CPU kernels of the ops/conv family.
+#include "ops/conv/conv_kernels.h"
+#include "ops/cpu_kernels.h"
+#include "ops/kernel_registry.h"
+
+namespace onnx_amp {
+
+void RegisterConvCpuKernels(KernelRegistry& registry) {
+  registry.Register({"", "Conv", DeviceKind::kCpu, &ConvCpu});
+  registry.Register({"", "ConvTranspose", DeviceKind::kCpu, &ConvTransposeCpu});
+  registry.Register({"", "MaxPool", DeviceKind::kCpu, &MaxPoolCpu});
+  registry.Register({"", "AveragePool", DeviceKind::kCpu, &AveragePoolCpu});
+  registry.Register({"", "LpPool", DeviceKind::kCpu, &LpPoolCpu});
+  registry.Register({"", "GlobalAveragePool", DeviceKind::kCpu, &GlobalAveragePoolCpu});
+  registry.Register({"", "GlobalMaxPool", DeviceKind::kCpu, &GlobalMaxPoolCpu});
+  registry.Register({"", "GlobalLpPool", DeviceKind::kCpu, &GlobalLpPoolCpu});
+}
+
+}  // namespace onnx_amp

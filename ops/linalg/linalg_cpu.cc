@@ -1,0 +1,14 @@
+// Registers the CPU kernels of the ops/linalg family.
+#include "ops/cpu_kernels.h"
+#include "ops/kernel_registry.h"
+#include "ops/linalg/linalg_kernels.h"
+
+namespace onnx_amp {
+
+void RegisterLinalgCpuKernels(KernelRegistry& registry) {
+  registry.Register({"", "MatMul", DeviceKind::kCpu, &MatMulCpu});
+  registry.Register({"", "Gemm", DeviceKind::kCpu, &GemmCpu});
+  registry.Register({"", "Einsum", DeviceKind::kCpu, &EinsumCpu});
+}
+
+}  // namespace onnx_amp

@@ -1,0 +1,63 @@
+// Shared oneDNN plumbing for the MatMul/Gemm/Einsum and Conv kernels: one CPU engine,
+// a stream per thread, a bounded cache of primitives keyed by problem (shape, dtype,
+// attributes) so repeated calls skip primitive creation, and the conversion of
+// oneDNN's exceptions into Status at this boundary.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <unordered_map>
+
+#include <dnnl.hpp>
+
+#include "runtime/core/status.h"
+
+namespace onnx_amp::dnn {
+
+const dnnl::engine& CpuEngine();
+// oneDNN streams are not thread-safe; each calling thread gets its own.
+dnnl::stream& ThreadStream();
+
+// A dense row-major descriptor.
+dnnl::memory::desc PlainDesc(const dnnl::memory::dims& dims, dnnl::memory::data_type type);
+
+// A primitive with its scratchpad size. Primitives are built with a user-managed
+// scratchpad, so one cached primitive can run on several threads at once (each call
+// brings its own scratch memory).
+struct Primitive {
+  dnnl::primitive primitive;
+  size_t scratchpad_bytes = 0;
+};
+
+// Sets the attributes every cached primitive needs (user scratchpad).
+void PrepareAttr(dnnl::primitive_attr& attr);
+
+// Wraps a primitive descriptor built with PrepareAttr's attributes.
+template <typename PrimitiveType, typename PrimitiveDesc>
+Primitive MakePrimitive(const PrimitiveDesc& pd);
+
+// Looks up `key`; on a miss calls make(), which returns the primitive or nullopt when
+// the problem has no optimised implementation (the reference loop is too slow to use),
+// and stores the answer either way. oneDNN errors come back as Unsupported.
+Expected<std::optional<Primitive>> CachedPrimitive(const std::string& key,
+                                                   const std::function<std::optional<Primitive>()>& make);
+
+// True when oneDNN picked an ISA-specific implementation rather than its reference loop.
+bool IsOptimized(const dnnl::primitive_desc_base& primitive_desc);
+
+// Runs the primitive on this thread's stream with this thread's scratchpad and waits.
+// Memory objects are created here from (descriptor, pointer) pairs.
+Status Execute(const Primitive& primitive,
+               const std::unordered_map<int, std::pair<dnnl::memory::desc, const void*>>& args);
+
+template <typename PrimitiveType, typename PrimitiveDesc>
+Primitive MakePrimitive(const PrimitiveDesc& pd) {
+  return Primitive{PrimitiveType(pd), pd.scratchpad_desc().get_size()};
+}
+
+// A key fragment for dims ("2x3x4").
+std::string DimsKey(const dnnl::memory::dims& dims);
+
+}  // namespace onnx_amp::dnn

@@ -1,0 +1,112 @@
+// BatchNormalization over channel dim 1 of [N, C, ...]:
+//   inference:      Y = (X - input_mean) / sqrt(input_var + epsilon) * scale + B
+//   training_mode:  the same with the batch's own mean and (population) variance, and
+//                   running_mean = input_mean * momentum + batch_mean * (1 - momentum)
+//                   (likewise running_var) as outputs 1 and 2.
+// Scale/B and mean/var may have their own float dtypes (opset 15); every parameter is
+// read into the compute type, statistics are float32 (float64 for float64 X).
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "ops/linalg/float_compute.h"
+#include "ops/normalization/normalization_kernels.h"
+#include "runtime/exec/thread_pool.h"
+
+namespace onnx_amp {
+namespace {
+
+// A [C] parameter as double (exact for every float dtype).
+Expected<std::vector<double>> ChannelParameter(const KernelContext& context, int index, int64_t channels) {
+  const Tensor* tensor = context.input(index);
+  if (tensor == nullptr || tensor->num_elements() != channels) {
+    return context.Error(ErrorCode::kInvalidModel, "input " + std::to_string(index) + " must have " +
+                                                       std::to_string(channels) + " values");
+  }
+  std::vector<double> values(static_cast<size_t>(channels));
+  ONNX_AMP_RETURN_IF_ERROR(DispatchFloat(context, tensor->dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    for (int64_t c = 0; c < channels; ++c) values[c] = static_cast<double>(LoadValue(tensor->data<T>()[c]));
+    return Status::Ok();
+  }));
+  return values;
+}
+
+Status StoreChannels(const KernelContext& context, const std::vector<double>& values, Tensor& out) {
+  return DispatchFloat(context, out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    for (size_t c = 0; c < values.size(); ++c) out.data<T>()[c] = StoreValue<T>(static_cast<ComputeType<T>>(values[c]));
+    return Status::Ok();
+  });
+}
+
+template <typename T>
+Status RunBatchNorm(KernelContext& context, const Tensor& x, bool training, Tensor& y) {
+  using Acc = ComputeType<T>;
+  const int64_t batch = x.dim(0), channels = x.rank() > 1 ? x.dim(1) : 1;
+  const int64_t spatial = batch * channels == 0 ? 0 : x.num_elements() / (batch * channels);
+  ONNX_AMP_ASSIGN_OR_RETURN(std::vector<double> scale, ChannelParameter(context, 1, channels));
+  ONNX_AMP_ASSIGN_OR_RETURN(std::vector<double> bias, ChannelParameter(context, 2, channels));
+  ONNX_AMP_ASSIGN_OR_RETURN(std::vector<double> mean, ChannelParameter(context, 3, channels));
+  ONNX_AMP_ASSIGN_OR_RETURN(std::vector<double> var, ChannelParameter(context, 4, channels));
+  const Acc epsilon = static_cast<Acc>(context.attr_float("epsilon", 1e-5f));
+  const T* in = x.data<T>();
+  T* out = y.data<T>();
+  std::vector<double> batch_mean(channels), batch_var(channels);
+  context.threads().ParallelFor(channels, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      Acc m = static_cast<Acc>(mean[c]), v = static_cast<Acc>(var[c]);
+      if (training) {
+        const Acc count = static_cast<Acc>(batch * spatial);
+        Acc sum = 0;
+        for (int64_t n = 0; n < batch; ++n) {
+          for (int64_t i = 0; i < spatial; ++i) sum += LoadValue(in[(n * channels + c) * spatial + i]);
+        }
+        m = sum / count;
+        Acc squares = 0;
+        for (int64_t n = 0; n < batch; ++n) {
+          for (int64_t i = 0; i < spatial; ++i) {
+            const Acc d = LoadValue(in[(n * channels + c) * spatial + i]) - m;
+            squares += d * d;
+          }
+        }
+        v = squares / count;
+        batch_mean[c] = m;
+        batch_var[c] = v;
+      }
+      const Acc a = static_cast<Acc>(scale[c]) / std::sqrt(v + epsilon);
+      const Acc b = static_cast<Acc>(bias[c]);
+      for (int64_t n = 0; n < batch; ++n) {
+        const int64_t base = (n * channels + c) * spatial;
+        for (int64_t i = 0; i < spatial; ++i) out[base + i] = StoreValue<T>((LoadValue(in[base + i]) - m) * a + b);
+      }
+    }
+  });
+  if (!training) return Status::Ok();
+  const double momentum = context.attr_float("momentum", 0.9f);
+  for (int index = 1; index <= 2 && index < context.num_outputs(); ++index) {
+    if (!context.output_used(index)) continue;
+    const Tensor* running = context.input(index + 2);
+    const std::vector<double>& current = index == 1 ? batch_mean : batch_var;
+    const std::vector<double>& stored = index == 1 ? mean : var;
+    std::vector<double> updated(static_cast<size_t>(channels));
+    for (int64_t c = 0; c < channels; ++c) updated[c] = stored[c] * momentum + current[c] * (1.0 - momentum);
+    ONNX_AMP_ASSIGN_OR_RETURN(Tensor * out_tensor, context.AllocateOutput(index, running->dtype(), running->shape()));
+    ONNX_AMP_RETURN_IF_ERROR(StoreChannels(context, updated, *out_tensor));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status BatchNormalizationCpu(KernelContext& context) {
+  const Tensor* x = context.input(0);
+  if (x == nullptr || x->rank() < 1) return context.Error(ErrorCode::kInvalidModel, "X must be [N, C, ...]");
+  // Before opset 14 there is no training_mode; extra outputs then meant training.
+  const bool training = context.opset() >= 14 ? context.attr_int("training_mode", 0) != 0 : context.num_outputs() > 1;
+  ONNX_AMP_ASSIGN_OR_RETURN(Tensor * y, context.AllocateOutput(0, x->dtype(), x->shape()));
+  return DispatchFloat(context, x->dtype(),
+                       [&](auto tag) { return RunBatchNorm<decltype(tag)>(context, *x, training, *y); });
+}
+
+}  // namespace onnx_amp

@@ -1,0 +1,20 @@
+// The CPU kernels of the ops/normalization family (registered by normalization_cpu.cc).
+// Statistics (max, sums, means, variances) are float32 for float32/float16/bfloat16
+// tensors and float64 for float64 tensors; each output is rounded once.
+#pragma once
+
+#include "runtime/exec/kernel.h"
+
+namespace onnx_amp {
+
+Status SoftmaxCpu(KernelContext& context);                   // softmax.cc
+Status LogSoftmaxCpu(KernelContext& context);                // softmax.cc
+Status HardmaxCpu(KernelContext& context);                   // softmax.cc
+Status LayerNormalizationCpu(KernelContext& context);        // layer_norm.cc
+Status BatchNormalizationCpu(KernelContext& context);        // batch_norm.cc
+Status InstanceNormalizationCpu(KernelContext& context);     // instance_group_norm.cc
+Status GroupNormalizationCpu(KernelContext& context);        // instance_group_norm.cc
+Status LpNormalizationCpu(KernelContext& context);           // lp_mvn_norm.cc
+Status MeanVarianceNormalizationCpu(KernelContext& context); // lp_mvn_norm.cc
+
+}  // namespace onnx_amp

@@ -1,0 +1,92 @@
+// Softmax, LogSoftmax and Hardmax. Opset >= 13 works along one axis (default -1);
+// older opsets flatten the input to 2-D at `axis` (default 1) and work along the
+// whole second dim. exp runs on x - max, so nothing overflows.
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "ops/linalg/float_compute.h"
+#include "ops/normalization/normalization_kernels.h"
+#include "runtime/exec/thread_pool.h"
+
+namespace onnx_amp {
+namespace {
+
+enum class SoftmaxKind { kSoftmax, kLogSoftmax, kHardmax };
+
+// The input viewed as [outer, count, inner]; the op runs along `count`.
+struct AxisView {
+  int64_t outer = 1, count = 1, inner = 1;
+};
+
+template <typename T>
+void RunSoftmax(KernelContext& context, const Tensor& x, const AxisView& v, SoftmaxKind kind, Tensor& y) {
+  using Acc = ComputeType<T>;
+  const T* in = x.data<T>();
+  T* out = y.data<T>();
+  context.threads().ParallelFor(v.outer * v.inner, 64, [&](int64_t begin, int64_t end) {
+    std::vector<Acc> row(static_cast<size_t>(v.count));
+    for (int64_t line = begin; line < end; ++line) {
+      const int64_t base = (line / v.inner) * v.count * v.inner + line % v.inner;
+      Acc max = -std::numeric_limits<Acc>::infinity();
+      int64_t argmax = 0;
+      for (int64_t i = 0; i < v.count; ++i) {
+        row[i] = LoadValue(in[base + i * v.inner]);
+        if (row[i] > max) max = row[i], argmax = i;
+      }
+      switch (kind) {
+        case SoftmaxKind::kSoftmax: {
+          Acc sum = 0;
+          for (int64_t i = 0; i < v.count; ++i) sum += row[i] = std::exp(row[i] - max);
+          for (int64_t i = 0; i < v.count; ++i) out[base + i * v.inner] = StoreValue<T>(row[i] / sum);
+          break;
+        }
+        case SoftmaxKind::kLogSoftmax: {
+          Acc sum = 0;
+          for (int64_t i = 0; i < v.count; ++i) sum += std::exp(row[i] - max);
+          const Acc log_sum = std::log(sum);
+          for (int64_t i = 0; i < v.count; ++i) out[base + i * v.inner] = StoreValue<T>(row[i] - max - log_sum);
+          break;
+        }
+        case SoftmaxKind::kHardmax: {
+          for (int64_t i = 0; i < v.count; ++i) out[base + i * v.inner] = StoreValue<T>(i == argmax ? Acc(1) : Acc(0));
+          break;
+        }
+      }
+    }
+  });
+}
+
+Status Softmax(KernelContext& context, SoftmaxKind kind) {
+  const Tensor* x = context.input(0);
+  if (x == nullptr) return context.Error(ErrorCode::kInvalidModel, "input is absent");
+  const int64_t rank = x->rank();
+  const bool single_axis = context.opset() >= 13;
+  int64_t axis = context.attr_int("axis", single_axis ? -1 : 1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis > rank || (single_axis && axis == rank)) {
+    return context.Error(ErrorCode::kInvalidModel, "axis out of range for rank " + std::to_string(rank));
+  }
+  AxisView v;
+  for (int64_t i = 0; i < rank; ++i) {
+    const int64_t d = x->dim(i);
+    if (i < axis) v.outer *= d;
+    else if (single_axis && i > axis) v.inner *= d;
+    else v.count *= d;
+  }
+  ONNX_AMP_ASSIGN_OR_RETURN(Tensor * y, context.AllocateOutput(0, x->dtype(), x->shape()));
+  if (x->num_elements() == 0) return Status::Ok();
+  return DispatchFloat(context, x->dtype(), [&](auto tag) {
+    RunSoftmax<decltype(tag)>(context, *x, v, kind, *y);
+    return Status::Ok();
+  });
+}
+
+}  // namespace
+
+Status SoftmaxCpu(KernelContext& context) { return Softmax(context, SoftmaxKind::kSoftmax); }
+Status LogSoftmaxCpu(KernelContext& context) { return Softmax(context, SoftmaxKind::kLogSoftmax); }
+Status HardmaxCpu(KernelContext& context) { return Softmax(context, SoftmaxKind::kHardmax); }
+
+}  // namespace onnx_amp

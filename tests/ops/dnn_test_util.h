@@ -1,0 +1,69 @@
+// Helpers for the linalg / conv / normalization kernel tests: seeded random data
+// rounded to a dtype, and an element-wise check of |out - ref| against a per-element
+// bound that each test derives from the dtype's unit roundoff and the op.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "runtime/core/dtype.h"
+#include "tests/ops/single_node_harness.h"
+
+namespace onnx_amp::testing {
+
+inline constexpr double kUnitF32 = 0x1p-24;
+
+// Uniform values in [lo, hi).
+inline std::vector<double> RandomValues(size_t count, uint32_t seed, double lo = -1.0, double hi = 1.0) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::vector<double> values(count);
+  for (double& v : values) v = dist(gen);
+  return values;
+}
+
+// A tensor of `dtype` and the values it really holds (rounded once), as doubles.
+struct RoundedTensor {
+  Tensor tensor;
+  std::vector<double> values;
+};
+
+inline RoundedTensor Rounded(DType dtype, const Shape& shape, const std::vector<double>& values) {
+  RoundedTensor r;
+  r.tensor = MakeFloatTensor(dtype, shape, values);
+  r.values = ToDoubles(r.tensor);
+  return r;
+}
+
+inline RoundedTensor RandomTensor(DType dtype, const Shape& shape, uint32_t seed, double lo = -1.0, double hi = 1.0) {
+  return Rounded(dtype, shape, RandomValues(static_cast<size_t>(NumElements(shape)), seed, lo, hi));
+}
+
+// Half the smallest subnormal of a low-precision dtype: the absolute rounding error
+// floor where the relative bound u*|ref| stops holding (float16 2^-25; 0 otherwise,
+// since bfloat16 and float32 share float32's subnormal range, far below our data).
+inline double AbsoluteFloor(DType dtype) { return dtype == DType::kFloat16 ? 0x1p-25 : 0.0; }
+
+// Expects |out[i] - ref[i]| <= bound[i] for every element; reports the worst element.
+inline void ExpectWithin(const std::vector<double>& out, const std::vector<double>& ref,
+                         const std::vector<double>& bound, const std::string& label) {
+  ASSERT_EQ(out.size(), ref.size()) << label;
+  ASSERT_EQ(bound.size(), ref.size()) << label;
+  size_t failures = 0, worst = 0;
+  double worst_ratio = 0.0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double error = std::abs(out[i] - ref[i]);
+    const double ratio = bound[i] > 0 ? error / bound[i] : (error > 0 ? INFINITY : 0.0);
+    if (!(error <= bound[i])) ++failures;
+    if (ratio > worst_ratio || std::isnan(out[i])) worst_ratio = ratio, worst = i;
+  }
+  EXPECT_EQ(failures, 0u) << label << ": worst element " << worst << " out " << out[worst] << " ref " << ref[worst]
+                          << " bound " << bound[worst];
+}
+
+}  // namespace onnx_amp::testing

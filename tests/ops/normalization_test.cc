@@ -1,0 +1,322 @@
+// Softmax / LogSoftmax / Hardmax and the normalisations against hand-computed values
+// and double-precision references written here.
+//
+// Bounds (u = float32 unit roundoff, u_low the output dtype's, K the row length,
+// R = max - min of the row). Softmax: each exp(x - max) carries a relative error of
+// at most u (x - max rounded) * |x - max| + 2u (expf), the sum K u, the division u, so
+// |out - ref| <= u_low |ref| + (1 + u_low)(2R + K + 4) u |ref|; we double the float32
+// part to cover the dropped second-order terms. LayerNorm and its relatives: the mean
+// and variance are float32 sums of K terms ((K + 2) u relative to the sum of
+// magnitudes), which moves z = (x - mean) / std by at most 3 (K + 2) u max|x| / std +
+// 4 u |z|; y = z * scale + bias adds 2u |y|.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/ops/dnn_test_util.h"
+
+namespace onnx_amp::testing {
+namespace {
+
+std::vector<double> RefSoftmaxRows(const std::vector<double>& x, int64_t rows, int64_t cols, bool log) {
+  std::vector<double> y(x.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    double mx = -INFINITY, sum = 0;
+    for (int64_t c = 0; c < cols; ++c) mx = std::max(mx, x[r * cols + c]);
+    for (int64_t c = 0; c < cols; ++c) sum += std::exp(x[r * cols + c] - mx);
+    for (int64_t c = 0; c < cols; ++c) {
+      y[r * cols + c] = log ? x[r * cols + c] - mx - std::log(sum) : std::exp(x[r * cols + c] - mx) / sum;
+    }
+  }
+  return y;
+}
+
+TEST(SoftmaxTest, Float32MatchesHandValues) {
+  const Tensor x = MakeFloatTensor(DType::kFloat32, {1, 3}, {1, 2, 3});
+  auto soft = SingleNode("Softmax", 13).Input(x).Run();
+  auto log_soft = SingleNode("LogSoftmax", 13).Input(x).Run();
+  ASSERT_TRUE(soft.ok() && log_soft.ok());
+  // softmax([1, 2, 3]) = e^(i-3) / (1 + e^-1 + e^-2).
+  const std::vector<double> want = {0.09003057317038046, 0.24472847105479767, 0.6652409557748219};
+  const std::vector<double> want_log = {-2.4076059644443806, -1.4076059644443806, -0.4076059644443806};
+  const double bound = 2 * (2 * 2 + 3 + 4) * kUnitF32;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NEAR(ToDoubles((*soft)[0])[i], want[i], bound * want[i]);
+    EXPECT_NEAR(ToDoubles((*log_soft)[0])[i], want_log[i], bound * 4);
+  }
+}
+
+TEST(SoftmaxTest, OpsetDecidesBetweenFlattenAndSingleAxis) {
+  std::vector<double> xv(8);
+  for (int i = 0; i < 8; ++i) xv[i] = 0.25 * i * (i % 3 == 0 ? -1 : 1);
+  const Tensor x = MakeFloatTensor(DType::kFloat32, {2, 2, 2}, xv);
+  // Opset 11, axis 1: rows of the [2, 4] flattening.
+  auto flat = SingleNode("Softmax", 11).Attr("axis", int64_t{1}).Input(x).Run();
+  ASSERT_TRUE(flat.ok());
+  ExpectWithin(ToDoubles((*flat)[0]), RefSoftmaxRows(xv, 2, 4, false), std::vector<double>(8, 32 * kUnitF32), "opset 11");
+  // Opset 13, axis 1: pairs (n, :, k).
+  auto single = SingleNode("Softmax", 13).Attr("axis", int64_t{1}).Input(x).Run();
+  ASSERT_TRUE(single.ok());
+  std::vector<double> want(8);
+  for (int n = 0; n < 2; ++n) {
+    for (int k = 0; k < 2; ++k) {
+      const double a = xv[n * 4 + k], b = xv[n * 4 + 2 + k], m = std::max(a, b);
+      want[n * 4 + k] = std::exp(a - m) / (std::exp(a - m) + std::exp(b - m));
+      want[n * 4 + 2 + k] = std::exp(b - m) / (std::exp(a - m) + std::exp(b - m));
+    }
+  }
+  ExpectWithin(ToDoubles((*single)[0]), want, std::vector<double>(8, 32 * kUnitF32), "opset 13");
+  // Opset 13 default axis is the last one; opset 11's default is 1.
+  auto last = SingleNode("Softmax", 13).Input(x).Run();
+  ASSERT_TRUE(last.ok());
+  ExpectWithin(ToDoubles((*last)[0]), RefSoftmaxRows(xv, 4, 2, false), std::vector<double>(8, 32 * kUnitF32), "default");
+}
+
+TEST(SoftmaxTest, HardmaxPicksTheFirstMaximum) {
+  const Tensor x = MakeFloatTensor(DType::kFloat32, {2, 4}, {1, 3, 3, 2, -1, -5, -0.5, -2});
+  auto out = SingleNode("Hardmax", 13).Input(x).Run();
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(ToDoubles((*out)[0]), (std::vector<double>{0, 1, 0, 0, 0, 0, 1, 0}));
+}
+
+TEST(SoftmaxTest, LowPrecisionRoundsOnce) {
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16, DType::kFloat32}) {
+    const int64_t rows = 7, cols = 50;
+    const RoundedTensor x = RandomTensor(dtype, {rows, cols}, 42, -4.0, 4.0);
+    const double u_low = IsLowPrecision(dtype) ? UnitRoundoff(dtype) : 0.0;
+    for (bool log : {false, true}) {
+      auto out = SingleNode(log ? "LogSoftmax" : "Softmax", 13).Input(x.tensor).Run();
+      ASSERT_TRUE(out.ok());
+      const std::vector<double> ref = RefSoftmaxRows(x.values, rows, cols, log);
+      std::vector<double> bound(ref.size());
+      const double range = 8.0;  // data in [-4, 4)
+      for (size_t i = 0; i < ref.size(); ++i) {
+        // LogSoftmax: absolute errors of (x - max) and log(sum) instead of relative ones.
+        const double f32_part = log ? 2 * (std::abs(ref[i]) + 2 * range + cols + 6) * kUnitF32
+                                    : 2 * (2 * range + cols + 4) * kUnitF32 * std::abs(ref[i]);
+        bound[i] = u_low * std::abs(ref[i]) + (1 + u_low) * f32_part + AbsoluteFloor(dtype);
+      }
+      ExpectWithin(ToDoubles((*out)[0]), ref, bound, std::string(DTypeName(dtype)) + (log ? " LogSoftmax" : " Softmax"));
+    }
+  }
+}
+
+// LayerNorm reference over the last `cols` values of each row; also the bound.
+struct NormRef {
+  std::vector<double> y, bound, mean, inv_std;
+};
+
+NormRef RefLayerNorm(DType dtype, const std::vector<double>& x, int64_t rows, int64_t cols,
+                     const std::vector<double>& scale, const std::vector<double>& bias, double eps) {
+  NormRef ref;
+  const double u_low = IsLowPrecision(dtype) ? UnitRoundoff(dtype) : 0.0;
+  for (int64_t r = 0; r < rows; ++r) {
+    double mean = 0, var = 0, max_abs = 0;
+    for (int64_t c = 0; c < cols; ++c) mean += x[r * cols + c] / cols, max_abs = std::max(max_abs, std::abs(x[r * cols + c]));
+    for (int64_t c = 0; c < cols; ++c) var += (x[r * cols + c] - mean) * (x[r * cols + c] - mean) / cols;
+    const double std_dev = std::sqrt(var + eps);
+    ref.mean.push_back(mean);
+    ref.inv_std.push_back(1 / std_dev);
+    for (int64_t c = 0; c < cols; ++c) {
+      const double z = (x[r * cols + c] - mean) / std_dev, y = z * scale[c] + bias[c];
+      ref.y.push_back(y);
+      const double dz = 3 * (cols + 2) * kUnitF32 * max_abs / std_dev + 4 * kUnitF32 * std::abs(z);
+      ref.bound.push_back(u_low * std::abs(y) +
+                          (1 + u_low) * (std::abs(scale[c]) * dz + 2 * kUnitF32 * (std::abs(z * scale[c]) + std::abs(bias[c]))) +
+                          AbsoluteFloor(dtype));
+    }
+  }
+  return ref;
+}
+
+TEST(LayerNormTest, Float32MatchesHandValues) {
+  // x = [1, 2, 3, 4]: mean 2.5, variance 1.25.
+  const Tensor x = MakeFloatTensor(DType::kFloat32, {1, 4}, {1, 2, 3, 4});
+  const Tensor scale = MakeFloatTensor(DType::kFloat32, {4}, {0.5, 1, 2, -1});
+  const Tensor bias = MakeFloatTensor(DType::kFloat32, {4}, {0, 0.5, 0, 1});
+  auto out = SingleNode("LayerNormalization", 17).Attr("epsilon", 0.0f).Input(x).Input(scale).Input(bias).NumOutputs(3).Run();
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  const double s = 1 / std::sqrt(1.25);
+  const std::vector<double> want = {-1.5 * s * 0.5, -0.5 * s + 0.5, 0.5 * s * 2, -1.5 * s + 1};
+  ExpectWithin(ToDoubles((*out)[0]), want, std::vector<double>(4, 16 * kUnitF32), "layer norm");
+  EXPECT_EQ((*out)[1].shape(), (Shape{1, 1}));
+  EXPECT_NEAR(ToDoubles((*out)[1])[0], 2.5, 4 * kUnitF32);
+  EXPECT_NEAR(ToDoubles((*out)[2])[0], s, 16 * kUnitF32);
+}
+
+TEST(LayerNormTest, AllDtypesMatchRoundedReference) {
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    // axis = 1 on [3, 4, 16]: rows of 64 values.
+    const RoundedTensor x = RandomTensor(dtype, {3, 4, 16}, 77, -3.0, 5.0);
+    const RoundedTensor scale = RandomTensor(dtype, {4, 16}, 78), bias = RandomTensor(dtype, {4, 16}, 79);
+    auto out = SingleNode("LayerNormalization", 17)
+                   .Attr("axis", int64_t{1})
+                   .Input(x.tensor)
+                   .Input(scale.tensor)
+                   .Input(bias.tensor)
+                   .NumOutputs(3)
+                   .Run();
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    const NormRef ref = RefLayerNorm(dtype, x.values, 3, 64, scale.values, bias.values, 1e-5);
+    ExpectWithin(ToDoubles((*out)[0]), ref.y, ref.bound, std::string(DTypeName(dtype)) + " LayerNormalization");
+    EXPECT_EQ((*out)[1].dtype(), DType::kFloat32);
+    EXPECT_EQ((*out)[1].shape(), (Shape{3, 1, 1}));
+    for (int r = 0; r < 3; ++r) {
+      EXPECT_NEAR(ToDoubles((*out)[1])[r], ref.mean[r], 66 * kUnitF32 * 5);
+      EXPECT_NEAR(ToDoubles((*out)[2])[r], ref.inv_std[r], 3 * 66 * kUnitF32 * 5 * ref.inv_std[r] * ref.inv_std[r]);
+    }
+  }
+}
+
+TEST(LayerNormTest, ScaleAndBiasBroadcastToTheNormalisedDims) {
+  // Normalising [2, 3] per row (axis 1 of [1, 2, 3]) with Scale [3] and B [2, 1].
+  const Tensor x = MakeFloatTensor(DType::kFloat32, {1, 2, 3}, {1, 2, 3, 2, 4, 6});
+  const Tensor scale = MakeFloatTensor(DType::kFloat32, {3}, {1, 2, 3});
+  const Tensor bias = MakeFloatTensor(DType::kFloat32, {2, 1}, {10, 20});
+  auto out = SingleNode("LayerNormalization", 17).Attr("axis", int64_t{1}).Attr("epsilon", 0.0f)
+                 .Input(x).Input(scale).Input(bias).Run();
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  // Mean 3, variance (4+1+0+1+1+9)/6 = 8/3.
+  const double s = 1 / std::sqrt(8.0 / 3.0);
+  const std::vector<double> want = {-2 * s + 10, -1 * s * 2 + 10, 0 + 10, -1 * s + 20, 1 * s * 2 + 20, 3 * s * 3 + 20};
+  ExpectWithin(ToDoubles((*out)[0]), want, std::vector<double>(6, 64 * 20 * kUnitF32), "broadcast layer norm");
+}
+
+TEST(BatchNormTest, InferenceMatchesHandValues) {
+  // N = 1, C = 2, two values per channel: y = (x - mean) / sqrt(var + eps) * scale + B.
+  const Tensor x = MakeFloatTensor(DType::kFloat32, {1, 2, 2}, {1, 3, -2, 6});
+  const Tensor scale = MakeFloatTensor(DType::kFloat32, {2}, {2, 0.5});
+  const Tensor bias = MakeFloatTensor(DType::kFloat32, {2}, {1, -1});
+  const Tensor mean = MakeFloatTensor(DType::kFloat32, {2}, {1, 2});
+  const Tensor var = MakeFloatTensor(DType::kFloat32, {2}, {4, 16});
+  auto out = SingleNode("BatchNormalization", 15)
+                 .Attr("epsilon", 0.0f)
+                 .Input(x).Input(scale).Input(bias).Input(mean).Input(var)
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  // Channel 0: (1-1)/2*2+1 = 1, (3-1)/2*2+1 = 3. Channel 1: (-2-2)/4*0.5-1 = -1.5, (6-2)/4*0.5-1 = -0.5.
+  EXPECT_EQ(ToDoubles((*out)[0]), (std::vector<double>{1, 3, -1.5, -0.5}));
+}
+
+TEST(BatchNormTest, TrainingModeUsesBatchStatisticsAndUpdatesRunningOnes) {
+  // Channel 0 values {1, 3, 5, 7} over N = 2: mean 4, population variance 5.
+  const Tensor x = MakeFloatTensor(DType::kFloat32, {2, 1, 2}, {1, 3, 5, 7});
+  const Tensor one = MakeFloatTensor(DType::kFloat32, {1}, {1});
+  const Tensor zero = MakeFloatTensor(DType::kFloat32, {1}, {0});
+  auto out = SingleNode("BatchNormalization", 15)
+                 .Attr("epsilon", 0.0f)
+                 .Attr("momentum", 0.75f)
+                 .Attr("training_mode", int64_t{1})
+                 .Input(x).Input(one).Input(zero).Input(zero).Input(one)
+                 .NumOutputs(3)
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  const double s = 1 / std::sqrt(5.0);
+  ExpectWithin(ToDoubles((*out)[0]), {-3 * s, -s, s, 3 * s}, std::vector<double>(4, 16 * kUnitF32), "batch norm train");
+  EXPECT_NEAR(ToDoubles((*out)[1])[0], 0.25 * 4, 4 * kUnitF32);        // 0 * 0.75 + 4 * 0.25
+  EXPECT_NEAR(ToDoubles((*out)[2])[0], 0.75 + 0.25 * 5, 8 * kUnitF32);  // 1 * 0.75 + 5 * 0.25
+}
+
+TEST(BatchNormTest, LowPrecisionWithFloat32Statistics) {
+  // Opset 15 lets scale/B and mean/var be float32 next to a float16 X.
+  const RoundedTensor x = RandomTensor(DType::kFloat16, {2, 3, 4}, 90, -3, 3);
+  const std::vector<double> scale = {0.5, -1.25, 2}, bias = {0.1, 0.2, -0.3}, mean = {0.5, -0.25, 0}, var = {1, 2.5, 0.75};
+  auto out = SingleNode("BatchNormalization", 15)
+                 .Input(x.tensor)
+                 .Input(MakeFloatTensor(DType::kFloat32, {3}, scale))
+                 .Input(MakeFloatTensor(DType::kFloat32, {3}, bias))
+                 .Input(MakeFloatTensor(DType::kFloat32, {3}, mean))
+                 .Input(MakeFloatTensor(DType::kFloat32, {3}, var))
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  std::vector<double> want, bound;
+  for (int n = 0; n < 2; ++n) {
+    for (int c = 0; c < 3; ++c) {
+      for (int i = 0; i < 4; ++i) {
+        const double y = (x.values[(n * 3 + c) * 4 + i] - mean[c]) / std::sqrt(var[c] + 1e-5) * scale[c] + bias[c];
+        want.push_back(y);
+        // Five float32 operations on values of magnitude <= 10.
+        bound.push_back(UnitRoundoff(DType::kFloat16) * std::abs(y) + 8 * 10 * kUnitF32 + AbsoluteFloor(DType::kFloat16));
+      }
+    }
+  }
+  ExpectWithin(ToDoubles((*out)[0]), want, bound, "float16 batch norm");
+}
+
+TEST(InstanceGroupNormTest, MatchLayerNormOfEachBlock) {
+  // InstanceNorm is LayerNorm over each (n, c) plane; GroupNorm over each (n, group).
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    const RoundedTensor x = RandomTensor(dtype, {2, 4, 3, 5}, 120, -2, 3);
+    const RoundedTensor scale = RandomTensor(dtype, {4}, 121), bias = RandomTensor(dtype, {4}, 122);
+    auto inst = SingleNode("InstanceNormalization", 6).Input(x.tensor).Input(scale.tensor).Input(bias.tensor).Run();
+    ASSERT_TRUE(inst.ok()) << inst.status().message();
+    std::vector<double> row_scale, row_bias;
+    for (int c = 0; c < 4; ++c)
+      for (int i = 0; i < 15; ++i) row_scale.push_back(scale.values[c]), row_bias.push_back(bias.values[c]);
+    std::vector<double> want, bound;
+    for (int n = 0; n < 2; ++n) {
+      for (int c = 0; c < 4; ++c) {
+        const std::vector<double> plane(x.values.begin() + (n * 4 + c) * 15, x.values.begin() + (n * 4 + c + 1) * 15);
+        const NormRef ref = RefLayerNorm(dtype, plane, 1, 15, std::vector<double>(15, scale.values[c]),
+                                         std::vector<double>(15, bias.values[c]), 1e-5);
+        want.insert(want.end(), ref.y.begin(), ref.y.end());
+        bound.insert(bound.end(), ref.bound.begin(), ref.bound.end());
+      }
+    }
+    ExpectWithin(ToDoubles((*inst)[0]), want, bound, std::string(DTypeName(dtype)) + " InstanceNormalization");
+
+    // GroupNormalization-21, 2 groups of 2 channels, per-channel scale and bias.
+    auto group = SingleNode("GroupNormalization", 21)
+                     .Attr("num_groups", int64_t{2})
+                     .Input(x.tensor).Input(scale.tensor).Input(bias.tensor)
+                     .Run();
+    ASSERT_TRUE(group.ok()) << group.status().message();
+    want.clear();
+    bound.clear();
+    for (int n = 0; n < 2; ++n) {
+      for (int g = 0; g < 2; ++g) {
+        const std::vector<double> block(x.values.begin() + (n * 4 + 2 * g) * 15, x.values.begin() + (n * 4 + 2 * g + 2) * 15);
+        const std::vector<double> s(row_scale.begin() + g * 30, row_scale.begin() + (g + 1) * 30);
+        const std::vector<double> b(row_bias.begin() + g * 30, row_bias.begin() + (g + 1) * 30);
+        const NormRef ref = RefLayerNorm(dtype, block, 1, 30, s, b, 1e-5);
+        want.insert(want.end(), ref.y.begin(), ref.y.end());
+        bound.insert(bound.end(), ref.bound.begin(), ref.bound.end());
+      }
+    }
+    ExpectWithin(ToDoubles((*group)[0]), want, bound, std::string(DTypeName(dtype)) + " GroupNormalization");
+  }
+}
+
+TEST(InstanceGroupNormTest, Opset18PerGroupScaleEqualsRepeatedPerChannelScale) {
+  const RoundedTensor x = RandomTensor(DType::kFloat32, {1, 6, 4}, 130);
+  const Tensor group_scale = MakeFloatTensor(DType::kFloat32, {3}, {0.5, -2, 1.5});
+  const Tensor group_bias = MakeFloatTensor(DType::kFloat32, {3}, {1, 0, -1});
+  const Tensor channel_scale = MakeFloatTensor(DType::kFloat32, {6}, {0.5, 0.5, -2, -2, 1.5, 1.5});
+  const Tensor channel_bias = MakeFloatTensor(DType::kFloat32, {6}, {1, 1, 0, 0, -1, -1});
+  auto v18 = SingleNode("GroupNormalization", 18).Attr("num_groups", int64_t{3})
+                 .Input(x.tensor).Input(group_scale).Input(group_bias).Run();
+  auto v21 = SingleNode("GroupNormalization", 21).Attr("num_groups", int64_t{3})
+                 .Input(x.tensor).Input(channel_scale).Input(channel_bias).Run();
+  ASSERT_TRUE(v18.ok() && v21.ok());
+  EXPECT_EQ(ToDoubles((*v18)[0]), ToDoubles((*v21)[0]));
+}
+
+TEST(LpMvnTest, HandValues) {
+  const Tensor x = MakeFloatTensor(DType::kFloat32, {2, 2}, {3, 4, -1, 1});
+  auto l2 = SingleNode("LpNormalization", 1).Attr("axis", int64_t{1}).Input(x).Run();
+  auto l1 = SingleNode("LpNormalization", 1).Attr("axis", int64_t{0}).Attr("p", int64_t{1}).Input(x).Run();
+  ASSERT_TRUE(l2.ok() && l1.ok());
+  const double r = 1 / std::sqrt(2.0);
+  ExpectWithin(ToDoubles((*l2)[0]), {0.6, 0.8, -r, r}, std::vector<double>(4, 4 * kUnitF32), "L2");
+  ExpectWithin(ToDoubles((*l1)[0]), {0.75, 0.8, -0.25, 0.2}, std::vector<double>(4, 4 * kUnitF32), "L1");
+  // MVN over axes [0, 2, 3] of [1, 2, 1, 2]: channel 0 {3, 4}, channel 1 {-1, 1}; std 0.5 and 1.
+  const Tensor y = MakeFloatTensor(DType::kFloat32, {1, 2, 1, 2}, {3, 4, -1, 1});
+  auto mvn = SingleNode("MeanVarianceNormalization", 13).Input(y).Run();
+  ASSERT_TRUE(mvn.ok());
+  ExpectWithin(ToDoubles((*mvn)[0]), {-1, 1, -1, 1}, std::vector<double>(4, 16 * kUnitF32), "MVN");
+}
+
+}  // namespace
+}  // namespace onnx_amp::testing
