@@ -4,6 +4,8 @@
 // type (and shape, when known) of every value.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -18,6 +20,12 @@
 namespace onnx { class ModelProto; class GraphProto; class NodeProto; }
 
 namespace onnx_amp {
+
+// Lets the value index be searched with a string_view without building a string.
+struct ValueNameHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view name) const { return std::hash<std::string_view>{}(name); }
+};
 
 enum class ValueSource {
   kGraphInput,   // an input of this graph (for a subgraph: a body parameter)
@@ -61,6 +69,10 @@ class GraphView {
 
   const onnx::GraphProto& graph() const { return *graph_; }
   const GraphView* parent() const { return parent_; }
+  // Where this graph sits, for messages: the main graph's name ("main" when it has
+  // none), then one "/<node>.<attribute>" step per nesting level, e.g.
+  // "main/loop1.body/if2.then_branch" (an unnamed node appears as "#<index>").
+  const std::string& scope_name() const { return scope_name_; }
   const OpsetMap& opsets() const { return *opsets_; }
 
   int num_nodes() const;
@@ -68,8 +80,9 @@ class GraphView {
   // Every node index, producers before consumers (stable: ties keep file order).
   const std::vector<int>& topological_order() const { return topological_order_; }
 
-  // Values defined in or read by this graph; FindValue looks in this scope only,
-  // LookupValue walks out through the enclosing scopes.
+  // Values defined in or read by this graph; FindValue looks in this scope only (an
+  // outer value read here has a kOuterScope entry), LookupValue walks out through the
+  // enclosing scopes and returns the entry of the scope that defines the value.
   const ValueInfo* FindValue(std::string_view name) const;
   const ValueInfo* LookupValue(std::string_view name) const;
   const std::vector<ValueInfo>& values() const { return values_; }
@@ -89,9 +102,10 @@ class GraphView {
   const onnx::GraphProto* graph_ = nullptr;
   const GraphView* parent_ = nullptr;
   const OpsetMap* opsets_ = nullptr;
+  std::string scope_name_;
   std::vector<int> topological_order_;
   std::vector<ValueInfo> values_;
-  std::unordered_map<std::string, int> value_index_;
+  std::unordered_map<std::string, int, ValueNameHash, std::equal_to<>> value_index_;
   std::vector<std::string> outer_scope_reads_;
   std::vector<Subgraph> subgraphs_;
 };
@@ -105,7 +119,7 @@ class ModelView {
   const onnx::ModelProto& model() const { return *model_; }
   const GraphView& main_graph() const { return *main_graph_; }
   const OpsetMap& opsets() const { return opsets_; }
-  int64_t default_opset() const;  // version of the default ("") domain
+  int64_t default_opset() const;  // version of the default ("") domain; 0 when not imported
 
  private:
   friend class GraphViewBuilder;
@@ -116,6 +130,14 @@ class ModelView {
 
 // Builds the view. Errors (InvalidModel, naming the graph and node): a node reads a
 // value defined nowhere in scope, a value is produced twice, the graph has a cycle.
+// Element types: ONNX shape inference (non-strict, with data propagation) on a copy of
+// the model first; values it leaves untyped follow these rules, in topological order:
+// Cast -> `to`; CastLike -> its second input; Shape/Size/ArgMax/ArgMin/NonZero -> int64;
+// comparisons, IsNaN/IsInf and logical ops -> bool; Constant -> its value's type;
+// ConstantOfShape -> its value's type or float; If/Loop/Scan outputs -> the matching
+// subgraph output; Loop/Scan body inputs -> the matching node input (iteration count
+// int64, condition bool). Any other op, unknown and custom ones included, gives each
+// output the type of its first typed input.
 Expected<std::unique_ptr<ModelView>> BuildModelView(const onnx::ModelProto& model);
 
 }  // namespace onnx_amp

@@ -1,0 +1,259 @@
+"""End-to-end tests of `onnx-amp` (--help, --version, inspect) and its error handling.
+
+Run: python inspect_test.py --cli PATH/onnx-amp --models PATH/models --cuda ON|OFF
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+ARGS = None
+
+
+def run_cli(*arguments):
+    return subprocess.run([ARGS.cli, *arguments], capture_output=True, text=True, timeout=120)
+
+
+def bundled_models():
+    """(model path, expected dict) for every models/<name>.onnx with a <name>.expected.json."""
+    pairs = []
+    for expected_path in sorted(glob.glob(os.path.join(ARGS.models, "*.expected.json"))):
+        model_path = expected_path[: -len(".expected.json")] + ".onnx"
+        if os.path.exists(model_path):
+            with open(expected_path, encoding="utf-8") as f:
+                pairs.append((model_path, json.load(f)))
+    return pairs
+
+
+def save_unchecked(graph, path, opset=17):
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.save(model, path)
+
+
+def float_input(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def control_flow_model():
+    """Main graph with an If and a Loop whose body holds another If (3 levels of graphs)."""
+    def branch(name, op, source):
+        return helper.make_graph([helper.make_node(op, [source], [name + "_out"], name=name + "_node")], name,
+                                 [], [helper.make_tensor_value_info(name + "_out", TensorProto.FLOAT, None)])
+
+    inner_if = helper.make_node("If", ["cond_in"], ["acc_out"], name="inner_if",
+                                then_branch=branch("inner_then", "Neg", "a"),
+                                else_branch=branch("inner_else", "Abs", "acc_in"))
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep_going"), inner_if], "loop_body",
+        [helper.make_tensor_value_info("iter", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_in", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [2])])
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="relu"),
+        helper.make_node("If", ["cond"], ["picked"], name="outer_if",
+                         then_branch=branch("outer_then", "Neg", "a"),
+                         else_branch=branch("outer_else", "Abs", "x")),
+        helper.make_node("Loop", ["trips", "cond", "picked"], ["result"], name="loop", body=body),
+    ]
+    graph = helper.make_graph(
+        nodes, "control_flow",
+        [float_input("x", [2]), helper.make_tensor_value_info("trips", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
+        [helper.make_tensor_value_info("result", TensorProto.FLOAT, [2])],
+        [numpy_helper.from_array(np.ones([2], dtype=np.float16), "unused_half")])
+    return graph
+
+
+def count_subgraphs(graph):
+    """Graphs nested in `graph` at any depth, counted by walking the protobuf."""
+    count = 0
+    for node in graph.node:
+        for attribute in node.attribute:
+            nested = [attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else list(attribute.graphs)
+            for subgraph in nested:
+                count += 1 + count_subgraphs(subgraph)
+    return count
+
+
+class BundledModelsTest(unittest.TestCase):
+    def test_json_matches_expected_counts(self):
+        pairs = bundled_models()
+        self.assertTrue(pairs, "no models/*.expected.json with a matching .onnx in " + ARGS.models)
+        for model_path, expected in pairs:
+            with self.subTest(model=os.path.basename(model_path)):
+                result = run_cli("inspect", "--json", model_path)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                summary = json.loads(result.stdout)
+                for key, value in expected.items():
+                    self.assertIn(key, summary)
+                    self.assertEqual(summary[key], value, "key " + key)
+
+    def test_text_names_every_op_with_its_count(self):
+        pairs = bundled_models()
+        self.assertTrue(pairs)
+        for model_path, expected in pairs:
+            with self.subTest(model=os.path.basename(model_path)):
+                result = run_cli("inspect", model_path)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                for op_type, count in expected["node_counts"].items():
+                    self.assertRegex(result.stdout, r"(?m)^\s+%s\s+%d$" % (re.escape(op_type), count))
+                self.assertIn("Nodes (%d in the main graph" % expected["num_nodes"], result.stdout)
+                for entry in expected["inputs"]:
+                    self.assertIn(entry["name"] + ": " + entry["dtype"], result.stdout)
+
+
+class GeneratedModelsTest(unittest.TestCase):
+    def setUp(self):
+        self.folder = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.folder.cleanup()
+
+    def test_subgraphs_at_every_depth(self):
+        path = os.path.join(self.folder.name, "control_flow.onnx")
+        graph = control_flow_model()
+        save_unchecked(graph, path)
+        result = run_cli("inspect", "--json", path)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        summary = json.loads(result.stdout)
+        self.assertEqual(summary["subgraphs"], count_subgraphs(graph))
+        self.assertEqual(summary["subgraphs"], 5)
+        self.assertEqual(summary["num_nodes"], 3)
+        self.assertEqual(summary["node_counts"], {"If": 1, "Loop": 1, "Relu": 1})
+        self.assertEqual(summary["parameters"], {"float16": 2})
+        self.assertEqual(summary["parameter_bytes"], {"float16": 4})
+        self.assertEqual(summary["inputs"][1], {"name": "trips", "dtype": "int64", "shape": []})
+        self.assertEqual(summary["outputs"], [{"name": "result", "dtype": "float", "shape": [2]}])
+        by_node = {entry["node"]: entry for entry in summary["control_flow"]}
+        self.assertEqual(sorted(by_node), ["inner_if", "loop", "outer_if"])
+        # Subgraphs are listed in attribute order; onnx.helper sorts attributes by name.
+        self.assertEqual(by_node["outer_if"]["subgraphs"],
+                         [{"attribute": "else_branch", "name": "outer_else", "num_nodes": 1},
+                          {"attribute": "then_branch", "name": "outer_then", "num_nodes": 1}])
+        self.assertEqual(by_node["loop"]["subgraphs"],
+                         [{"attribute": "body", "name": "loop_body", "num_nodes": 2}])
+        self.assertEqual(by_node["inner_if"]["scope"], "control_flow/loop.body")
+
+        text = run_cli("inspect", path)
+        self.assertEqual(text.returncode, 0, text.stderr)
+        self.assertIn("Subgraphs: 5", text.stdout)
+        self.assertIn("'loop' (Loop) in control_flow: body 'loop_body' (2 nodes)", text.stdout)
+
+    def assert_fails(self, path, *fragments, exit_codes=(1,)):
+        result = run_cli("inspect", path)
+        self.assertIn(result.returncode, exit_codes, "stdout: %s\nstderr: %s" % (result.stdout, result.stderr))
+        self.assertTrue(result.stderr.startswith("onnx-amp: error: "), result.stderr)
+        for fragment in fragments:
+            self.assertIn(fragment, result.stderr)
+        return result.stderr
+
+    def write_bytes(self, name, data):
+        path = os.path.join(self.folder.name, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        return path
+
+    def test_empty_file(self):
+        path = self.write_bytes("empty.onnx", b"")
+        self.assert_fails(path, path)
+
+    def test_random_bytes(self):
+        rng = np.random.default_rng(7)
+        path = self.write_bytes("random.onnx", rng.integers(0, 256, 4096, dtype=np.uint8).tobytes())
+        self.assert_fails(path, path)
+
+    def test_truncated_model(self):
+        pairs = bundled_models()
+        if pairs:
+            with open(pairs[0][0], "rb") as f:
+                data = f.read()
+        else:
+            data = helper.make_model(control_flow_model()).SerializeToString()
+        path = self.write_bytes("truncated.onnx", data[: len(data) // 2])
+        self.assert_fails(path, path)
+
+    def test_missing_file(self):
+        path = os.path.join(self.folder.name, "does_not_exist.onnx")
+        self.assert_fails(path, path)
+
+    def test_folder_instead_of_file(self):
+        # A folder is a wrong argument value rather than a bad model: either code is fair.
+        self.assert_fails(self.folder.name, self.folder.name, exit_codes=(1, 2))
+
+    def test_node_reading_undefined_value(self):
+        graph = helper.make_graph(
+            [helper.make_node("Relu", ["x"], ["y"], name="fine"),
+             helper.make_node("Add", ["y", "ghost"], ["z"], name="reads_ghost")],
+            "undefined", [float_input("x", [2])], [float_input("z", [2])])
+        path = os.path.join(self.folder.name, "undefined.onnx")
+        save_unchecked(graph, path)
+        self.assert_fails(path, path, "reads_ghost", "ghost")
+
+    def test_cycle(self):
+        graph = helper.make_graph(
+            [helper.make_node("Relu", ["x"], ["a"], name="entry"),
+             helper.make_node("Add", ["a", "c"], ["b"], name="cycle_left"),
+             helper.make_node("Neg", ["b"], ["c"], name="cycle_right")],
+            "cyclic", [float_input("x", [2])], [float_input("c", [2])])
+        path = os.path.join(self.folder.name, "cycle.onnx")
+        save_unchecked(graph, path)
+        self.assert_fails(path, path, "cycle", "cycle_left", "cycle_right")
+
+
+class UsageTest(unittest.TestCase):
+    def test_help_lists_inspect(self):
+        result = run_cli("--help")
+        self.assertEqual(result.returncode, 0)
+        self.assertRegex(result.stdout, r"(?m)^\s+inspect\s")
+
+    def test_inspect_help(self):
+        result = run_cli("inspect", "--help")
+        self.assertEqual(result.returncode, 0)
+        self.assertIn("--json", result.stdout)
+
+    def test_version_says_whether_cuda_is_compiled_in(self):
+        result = run_cli("--version")
+        self.assertEqual(result.returncode, 0)
+        cuda = "compiled in" if ARGS.cuda else "not compiled in"
+        self.assertRegex(result.stdout.strip(), r"^onnx-amp \d+\.\d+\.\d+ \(CUDA support: %s\)$" % cuda)
+
+    def test_unknown_flag(self):
+        result = run_cli("inspect", "--no-such-flag", os.devnull)
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("--no-such-flag", result.stderr)
+
+    def test_missing_model_argument(self):
+        result = run_cli("inspect")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("MODEL", result.stderr)
+
+    def test_unknown_subcommand(self):
+        result = run_cli("transmogrify")
+        self.assertEqual(result.returncode, 2)
+
+
+def main():
+    global ARGS
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cli", required=True)
+    parser.add_argument("--models", required=True)
+    parser.add_argument("--cuda", required=True, help="whether the build has CUDA (ON/OFF/1/0)")
+    ARGS, rest = parser.parse_known_args()
+    ARGS.cuda = ARGS.cuda.upper() in ("ON", "1", "TRUE", "YES")
+    unittest.main(argv=[sys.argv[0]] + rest, verbosity=2)
+
+
+if __name__ == "__main__":
+    main()
