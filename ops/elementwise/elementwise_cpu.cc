@@ -1,0 +1,18 @@
+#include "ops/cpu_kernels.h"
+#include "ops/elementwise/elementwise_families.h"
+
+namespace onnx_amp {
+
+void RegisterElementwiseCpuKernels(KernelRegistry& registry) {
+  RegisterUnaryMathCpuKernels(registry);
+  RegisterActivationCpuKernels(registry);
+  RegisterBinaryArithmeticCpuKernels(registry);
+  RegisterLogicCpuKernels(registry);
+  RegisterCompareCpuKernels(registry);
+  RegisterVariadicCpuKernels(registry);
+  RegisterWhereCpuKernels(registry);
+  RegisterClipCpuKernels(registry);
+  RegisterCastCpuKernels(registry);
+}
+
+}  // namespace onnx_amp

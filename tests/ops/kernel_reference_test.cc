@@ -1,0 +1,162 @@
+// Float32/float64/integer kernel results against hand-derived values, for the cases the
+// ONNX backend node tests do not pin down: rounding of Cast, integer Mod/Div signs,
+// tie-breaking in TopK/ArgMax, stable ReduceLogSumExp, non-adjacent reduce axes.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "runtime/core/float16.h"
+#include "tests/ops/single_node_harness.h"
+
+namespace onnx_amp::testing {
+namespace {
+
+std::vector<Tensor> RunOk(const SingleNode& node) {
+  Expected<std::vector<Tensor>> out = node.Run();
+  EXPECT_TRUE(out.ok()) << out.status().message();
+  return out.ok() ? *out : std::vector<Tensor>{};
+}
+
+TEST(KernelReference, AddBroadcastsRowVector) {
+  const auto out = RunOk(SingleNode("Add", 14)
+                             .Input(MakeTensor<float>({2, 3}, {1, 2, 3, 4, 5, 6}))
+                             .Input(MakeTensor<float>({3}, {10, 20, 30})));
+  EXPECT_EQ(out[0].shape(), (Shape{2, 3}));
+  EXPECT_EQ(ToVector<float>(out[0]), (std::vector<float>{11, 22, 33, 14, 25, 36}));
+}
+
+TEST(KernelReference, IntegerDivTruncatesAndModFollowsDivisorSign) {
+  const Tensor a = MakeTensor<int32_t>({4}, {-7, 7, -7, 7});
+  const Tensor b = MakeTensor<int32_t>({4}, {2, -2, 3, -3});
+  EXPECT_EQ(ToVector<int32_t>(RunOk(SingleNode("Div", 14).Input(a).Input(b))[0]), (std::vector<int32_t>{-3, -3, -2, -2}));
+  // Python's %: the result takes the divisor's sign.
+  EXPECT_EQ(ToVector<int32_t>(RunOk(SingleNode("Mod", 13).Input(a).Input(b))[0]), (std::vector<int32_t>{1, -1, 2, -2}));
+  // C fmod: the dividend's sign.
+  EXPECT_EQ(ToVector<int32_t>(RunOk(SingleNode("Mod", 13).Attr("fmod", int64_t{1}).Input(a).Input(b))[0]),
+            (std::vector<int32_t>{-1, 1, -1, 1}));
+}
+
+TEST(KernelReference, RoundIsHalfToEven) {
+  const auto out = RunOk(SingleNode("Round", 11).Input(MakeTensor<float>({5}, {0.5f, 1.5f, 2.5f, -2.5f, 2.6f})));
+  EXPECT_EQ(ToVector<float>(out[0]), (std::vector<float>{0, 2, 2, -2, 3}));
+}
+
+TEST(KernelReference, GeluExactAndTanh) {
+  // x * Phi(x) at x = 1; the tanh form 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+  const Tensor x = MakeTensor<double>({1}, {1.0});
+  EXPECT_NEAR(ToVector<double>(RunOk(SingleNode("Gelu", 20).Input(x))[0])[0], 0.8413447460685429, 1e-15);
+  EXPECT_NEAR(ToVector<double>(RunOk(SingleNode("Gelu", 20).Attr("approximate", std::string("tanh")).Input(x))[0])[0],
+              0.5 * (1 + std::tanh(std::sqrt(2 / M_PI) * 1.044715)), 1e-15);
+}
+
+TEST(KernelReference, CastDoubleToFloat16RoundsOnce) {
+  // 1 + 2^-11 + 2^-40 lies just above the midpoint of 1 and 1 + 2^-10: rounding to
+  // float first lands exactly on the midpoint (and then to 1.0, 0x3C00); a single
+  // rounding gives 1 + 2^-10 (0x3C01). The exact midpoint itself goes to even.
+  const Tensor x = MakeTensor<double>({2}, {1.0 + 0x1p-11 + 0x1p-40, 1.0 + 0x1p-11});
+  const auto out = RunOk(SingleNode("Cast", 19).Attr("to", int64_t{10}).Input(x));
+  ASSERT_EQ(out[0].dtype(), DType::kFloat16);
+  EXPECT_EQ(out[0].data<Float16>()[0].bits, 0x3C01);
+  EXPECT_EQ(out[0].data<Float16>()[1].bits, 0x3C00);
+}
+
+TEST(KernelReference, CastDoubleToBFloat16RoundsOnce) {
+  const Tensor x = MakeTensor<double>({1}, {1.0 + 0x1p-8 + 0x1p-30});
+  const auto out = RunOk(SingleNode("Cast", 19).Attr("to", int64_t{16}).Input(x));
+  EXPECT_EQ(out[0].data<BFloat16>()[0].bits, 0x3F81);  // 1 + 2^-7
+}
+
+TEST(KernelReference, CastFloat16ToBFloat16AndOverflow) {
+  // 65504 needs 11 significand bits; bfloat16 keeps 8 and rounds it up to 2^16.
+  const Tensor x = MakeFloatTensor(DType::kFloat16, {2}, {65504.0, -0.0});
+  const auto out = RunOk(SingleNode("Cast", 19).Attr("to", int64_t{16}).Input(x));
+  EXPECT_EQ(out[0].data<BFloat16>()[0].bits, 0x4780);
+  EXPECT_EQ(out[0].data<BFloat16>()[1].bits, 0x8000);
+  // float32 beyond the float16 range overflows to inf, as hardware does.
+  const auto big = RunOk(SingleNode("Cast", 19).Attr("to", int64_t{10}).Input(MakeTensor<float>({1}, {70000.0f})));
+  EXPECT_EQ(big[0].data<Float16>()[0].bits, 0x7C00);
+}
+
+TEST(KernelReference, CastFloatToIntTruncatesAndSaturates) {
+  const Tensor x = MakeTensor<float>({4}, {-3.7f, 1e10f, -1e10f, std::numeric_limits<float>::quiet_NaN()});
+  const auto out = RunOk(SingleNode("Cast", 19).Attr("to", int64_t{6}).Input(x));
+  EXPECT_EQ(ToVector<int32_t>(out[0]), (std::vector<int32_t>{-3, std::numeric_limits<int32_t>::max(),
+                                                              std::numeric_limits<int32_t>::min(), 0}));
+}
+
+TEST(KernelReference, TopKTiesTakeLowerIndex) {
+  const Tensor x = MakeTensor<float>({4}, {3, 1, 3, 2});
+  const Tensor k = MakeTensor<int64_t>({1}, {2});
+  const auto largest = RunOk(SingleNode("TopK", 11).NumOutputs(2).Input(x).Input(k));
+  EXPECT_EQ(ToVector<float>(largest[0]), (std::vector<float>{3, 3}));
+  EXPECT_EQ(ToVector<int64_t>(largest[1]), (std::vector<int64_t>{0, 2}));
+  const auto smallest = RunOk(SingleNode("TopK", 11).Attr("largest", int64_t{0}).NumOutputs(2).Input(x).Input(k));
+  EXPECT_EQ(ToVector<float>(smallest[0]), (std::vector<float>{1, 2}));
+  EXPECT_EQ(ToVector<int64_t>(smallest[1]), (std::vector<int64_t>{1, 3}));
+}
+
+TEST(KernelReference, ArgMaxSelectLastIndex) {
+  const Tensor x = MakeTensor<float>({2, 3}, {5, 1, 5, 0, 0, -1});
+  EXPECT_EQ(ToVector<int64_t>(RunOk(SingleNode("ArgMax", 13).Attr("axis", int64_t{1}).Input(x))[0]),
+            (std::vector<int64_t>{0, 0}));
+  EXPECT_EQ(ToVector<int64_t>(RunOk(SingleNode("ArgMax", 13)
+                                        .Attr("axis", int64_t{1})
+                                        .Attr("select_last_index", int64_t{1})
+                                        .Input(x))[0]),
+            (std::vector<int64_t>{2, 1}));
+}
+
+TEST(KernelReference, CumSumReverseExclusive) {
+  const auto out = RunOk(SingleNode("CumSum", 14)
+                             .Attr("reverse", int64_t{1})
+                             .Attr("exclusive", int64_t{1})
+                             .Input(MakeTensor<float>({3}, {1, 2, 3}))
+                             .Input(MakeTensor<int32_t>({}, {0})));
+  EXPECT_EQ(ToVector<float>(out[0]), (std::vector<float>{5, 3, 0}));
+}
+
+TEST(KernelReference, ReduceSumOverNonAdjacentAxes) {
+  // x[i][j][k] = 6i + 2j + k over shape [2, 3, 2]; summing axes {0, 2} leaves j:
+  // sum_i sum_k (6i + 2j + k) = 4 * 2j + (0 + 6) * 2 + (0 + 1) * 2 = 8j + 14.
+  std::vector<float> values(12);
+  for (int i = 0; i < 12; ++i) values[i] = static_cast<float>(i);
+  const auto out = RunOk(SingleNode("ReduceSum", 13)
+                             .Attr("keepdims", int64_t{0})
+                             .Input(MakeTensor<float>({2, 3, 2}, values))
+                             .Input(MakeTensor<int64_t>({2}, {0, -1})));
+  EXPECT_EQ(out[0].shape(), (Shape{3}));
+  EXPECT_EQ(ToVector<float>(out[0]), (std::vector<float>{14, 22, 30}));
+}
+
+TEST(KernelReference, ReduceLogSumExpDoesNotOverflow) {
+  // log(e^1000 + e^1000) = 1000 + log 2, while exp(1000) alone overflows float32.
+  const auto out = RunOk(SingleNode("ReduceLogSumExp", 13).Attr("keepdims", int64_t{0}).Input(MakeTensor<float>({2}, {1000, 1000})));
+  EXPECT_FLOAT_EQ(ToVector<float>(out[0])[0], 1000.0f + std::log(2.0f));
+}
+
+TEST(KernelReference, ReduceEmptyAxesNoopKeepsData) {
+  const Tensor x = MakeTensor<float>({2}, {-3, 4});
+  const auto out = RunOk(SingleNode("ReduceL2", 18).Attr("noop_with_empty_axes", int64_t{1}).Input(x));
+  EXPECT_EQ(ToVector<float>(out[0]), (std::vector<float>{-3, 4}));
+}
+
+TEST(KernelReference, ShapeMismatchIsAnError) {
+  Expected<std::vector<Tensor>> out =
+      SingleNode("Add", 14).Input(MakeTensor<float>({2}, {1, 2})).Input(MakeTensor<float>({3}, {1, 2, 3})).Run();
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_NE(out.status().message().find("test_node"), std::string::npos);
+}
+
+TEST(KernelReference, StringCastIsUnsupported) {
+  Expected<std::vector<Tensor>> out =
+      SingleNode("Cast", 19).Attr("to", int64_t{8}).Input(MakeTensor<float>({1}, {1})).Run();
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), ErrorCode::kUnsupported);
+}
+
+}  // namespace
+}  // namespace onnx_amp::testing
