@@ -1,0 +1,33 @@
+// CPU kernels of the fused gradient ops (domain "ai.onnx_amp"; schemas in
+// training_schemas.cc). Numeric contract: float32, float16 and bfloat16 tensors are
+// read as float32, all arithmetic and accumulation is float32, and each output element
+// is rounded once to the dtype of dY.
+#pragma once
+
+#include "runtime/core/status.h"
+#include "runtime/exec/kernel.h"
+
+namespace onnx_amp {
+
+Status ReluGradKernel(KernelContext& context);                     // (dY, X) -> dX
+Status SigmoidGradKernel(KernelContext& context);                  // (dY, Y) -> dX
+Status TanhGradKernel(KernelContext& context);                     // (dY, Y) -> dX
+Status GeluGradKernel(KernelContext& context);                     // (dY, X) -> dX
+Status SoftmaxGradKernel(KernelContext& context);                  // (dY, Y) -> dX
+Status LogSoftmaxGradKernel(KernelContext& context);               // (dY, Y) -> dX
+Status SoftmaxCrossEntropyLossGradKernel(KernelContext& context);  // (dLoss, log_prob, labels, [weights]) -> dScores
+Status LayerNormalizationGradKernel(KernelContext& context);       // (dY, X, scale, mean, inv_std) -> dX, dScale, dBias
+Status BatchNormalizationGradKernel(KernelContext& context);       // (dY, X, scale, mean, var) -> dX, dScale, dBias
+Status ConvGradKernel(KernelContext& context);                     // (dY, X, W) -> dX, dW, dB
+Status MaxPoolGradKernel(KernelContext& context);                  // (dY, X) -> dX
+Status AveragePoolGradKernel(KernelContext& context);              // (dY, X) -> dX
+Status GatherGradKernel(KernelContext& context);                   // (dY, indices, shape) -> dX
+
+// Shared by the kernels: input `index` present and of a float32/float16/bfloat16 type.
+Expected<const Tensor*> FloatInput(const KernelContext& context, int index);
+// Allocates output `index` with `dtype` and `shape`, and stores float32 `values` in it
+// (one rounding); does nothing when the output is omitted or unused.
+Status WriteOutput(KernelContext& context, int index, DType dtype, const Shape& shape,
+                   const std::vector<float>& values);
+
+}  // namespace onnx_amp

@@ -1,0 +1,11 @@
+// ONNX schemas of the fused gradient ops (domain "ai.onnx_amp", version 1), registered
+// with ONNX's OpSchemaRegistry so that the checker and shape inference accept training
+// graphs. Each op's kernel is in ops/training/training_kernels.cc.
+#pragma once
+
+namespace onnx_amp {
+
+// Registers the domain and every schema once per process; later calls do nothing.
+void RegisterTrainingOpSchemas();
+
+}  // namespace onnx_amp
