@@ -14,6 +14,7 @@ const KernelRegistry& CpuKernelRegistry() {
     RegisterConvCpuKernels(r);
     RegisterTensorCpuKernels(r);
     RegisterControlFlowCpuKernels(r);
+    RegisterTrainingCpuKernels(r);
     return r;
   }();
   return registry;

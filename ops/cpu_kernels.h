@@ -13,5 +13,6 @@ void RegisterLinalgCpuKernels(KernelRegistry& registry);         // ops/linalg: 
 void RegisterConvCpuKernels(KernelRegistry& registry);           // ops/conv: Conv, ConvTranspose, pools (oneDNN)
 void RegisterTensorCpuKernels(KernelRegistry& registry);         // ops/tensor: Reshape, Transpose, Slice, Concat, Split, Gather*, Scatter*, Expand, Tile, Pad, Resize, Shape, ...
 void RegisterControlFlowCpuKernels(KernelRegistry& registry);    // ops/controlflow: If, Loop, Scan, Identity, Constant
+void RegisterTrainingCpuKernels(KernelRegistry& registry);       // ops/training: fused gradient ops (domain ai.onnx_amp)
 
 }  // namespace onnx_amp

@@ -71,6 +71,10 @@ struct KernelDef {
   std::string_view op_type;
   DeviceKind device;
   KernelFn compute;
+  // Output 0 may be written into the buffer of an input that has the output's dtype and
+  // shape and dies at this node. Safe for kernels that read element i of that input
+  // before writing element i of the output (element-wise unary and binary ops).
+  bool may_inplace = false;
 };
 
 }  // namespace onnx_amp

@@ -1,0 +1,65 @@
+// The execution plan of one graph (and, nested, of its If/Loop/Scan bodies): nodes in
+// topological order with their kernels, every value mapped to a slot of a frame, and
+// for each node the slots whose last use it is, so their buffers can be reused.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/core/status.h"
+#include "runtime/core/tensor.h"
+#include "runtime/exec/kernel.h"
+
+namespace onnx { class NodeProto; }
+
+namespace onnx_amp {
+
+class GraphView;
+class KernelRegistry;
+struct GraphPlan;
+
+enum class SlotKind {
+  kGraphInput,   // fed by the caller (main graph) or by the control-flow kernel (bodies)
+  kInitializer,  // a constant decoded once when the plan is built
+  kNodeOutput,   // produced by a step; the only kind whose buffers the pool recycles
+  kOuterScope,   // read from an enclosing graph's frame
+};
+
+struct PlanStep {
+  const onnx::NodeProto* node = nullptr;
+  const KernelDef* kernel = nullptr;
+  int opset = 0;
+  std::vector<int> inputs;            // slot per node input, -1 for an absent one
+  std::vector<int> outputs;           // slot per node output, -1 for an omitted one
+  std::vector<bool> outputs_used;     // read by a later step, a body, or the graph's outputs
+  std::vector<int> release_after;     // slots whose value dies once this step is done
+  std::vector<std::pair<std::string, const GraphPlan*>> subgraphs;  // by attribute name
+};
+
+struct GraphPlan {
+  const GraphView* view = nullptr;
+  std::vector<std::string> slot_names;
+  std::vector<SlotKind> slot_kinds;
+  std::unordered_map<std::string, int> slot_of;
+  std::vector<int> input_slots;   // graph inputs in declaration order
+  std::vector<int> output_slots;  // graph outputs in declaration order
+  std::vector<int> outer_slots;   // filled from the enclosing frame when a frame starts
+  std::vector<std::pair<int, Tensor>> initializers;
+  std::vector<PlanStep> steps;
+  std::vector<std::unique_ptr<GraphPlan>> bodies;  // owned plans of the steps' subgraphs
+
+  // Slot of `name` in this graph, or -1.
+  int FindSlot(const std::string& name) const {
+    auto it = slot_of.find(name);
+    return it == slot_of.end() ? -1 : it->second;
+  }
+};
+
+// Builds the plan for `view` and its bodies. Every node without a kernel for `device`
+// is collected first; the error lists all of them (name, op type, domain) at once.
+Expected<std::unique_ptr<GraphPlan>> BuildGraphPlan(const GraphView& view, const KernelRegistry& registry,
+                                                    DeviceKind device);
+
+}  // namespace onnx_amp

@@ -1,0 +1,71 @@
+// The CPU executor: loads a model into an execution plan (topological order, kernels
+// resolved up front, buffer reuse at each tensor's last use) and runs it on named
+// inputs. Every node without a kernel is reported when the executor is created; fed
+// inputs are checked before any node runs. Intermediate tensors of the main graph can
+// be captured by name (validation compares them one by one).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/core/status.h"
+#include "runtime/core/tensor.h"
+#include "runtime/exec/input_spec.h"
+#include "runtime/exec/run_stats.h"
+#include "runtime/io/named_tensor.h"
+
+namespace onnx { class ModelProto; }
+
+namespace onnx_amp {
+
+class KernelRegistry;
+class ModelView;
+class ThreadPool;
+struct GraphPlan;
+
+struct ExecutorOptions {
+  const KernelRegistry* kernels = nullptr;  // nullptr: CpuKernelRegistry()
+  int num_threads = 0;             // 0: one per hardware thread
+  bool capture_all = false;        // keep every value of the main graph
+  std::vector<std::string> capture;  // keep these values of the main graph
+};
+
+struct RunResult {
+  std::vector<NamedTensor> outputs;        // the graph outputs, in declaration order
+  std::map<std::string, Tensor> captured;  // by value name
+  RunStats stats;
+};
+
+class Executor {
+ public:
+  // `model` must outlive the executor and stay unchanged. Errors: InvalidModel for a
+  // malformed graph or initializer; Unsupported listing every node without a CPU kernel,
+  // or for non-tensor inputs; NotFound for a capture name that is no value of the graph.
+  static Expected<std::unique_ptr<Executor>> Create(const onnx::ModelProto& model,
+                                                    const ExecutorOptions& options = {});
+  // Takes the model over (a temporary needs no outside owner).
+  static Expected<std::unique_ptr<Executor>> Create(onnx::ModelProto&& model, const ExecutorOptions& options = {});
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // The graph inputs (those backed by an initializer are optional to feed).
+  const std::vector<InputSpec>& inputs() const { return inputs_; }
+  const std::vector<std::string>& output_names() const { return output_names_; }
+
+  Expected<RunResult> Run(const std::map<std::string, Tensor>& feeds);
+
+ private:
+  Executor();
+  std::unique_ptr<onnx::ModelProto> owned_model_;
+  std::unique_ptr<ModelView> view_;
+  std::unique_ptr<GraphPlan> plan_;
+  std::unique_ptr<ThreadPool> threads_;
+  std::vector<InputSpec> inputs_;
+  std::vector<std::string> output_names_;
+  std::vector<bool> capture_slots_;
+};
+
+}  // namespace onnx_amp

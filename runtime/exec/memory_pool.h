@@ -1,0 +1,41 @@
+// The executor's buffer pool for intermediate tensors. A buffer comes back to the pool
+// when the last tensor referring to it dies (the pool then holds the only reference);
+// a later allocation takes the smallest free buffer that fits without wasting more than
+// half of it. The pool also counts the bytes live at once, for the run statistics.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <unordered_map>
+
+#include "runtime/core/tensor.h"
+
+namespace onnx_amp {
+
+class MemoryPool {
+ public:
+  std::shared_ptr<Buffer> Allocate(size_t bytes);
+  // Whether `buffer` was handed out by this pool.
+  bool Owns(const Buffer* buffer) const { return in_use_.count(buffer) > 0; }
+  // Takes `buffer` back if nothing outside the pool refers to it any more.
+  void ReleaseIfUnused(const Buffer* buffer);
+  // Takes back every handed-out buffer nothing refers to (after subgraph runs, whose
+  // tensors die inside the control-flow kernels).
+  void ReleaseAllUnused();
+
+  size_t live_bytes() const { return live_bytes_; }
+  size_t peak_live_bytes() const { return peak_live_bytes_; }
+  size_t allocated_bytes() const { return allocated_bytes_; }  // sum of fresh allocations
+  int64_t reuse_count() const { return reuse_count_; }
+
+ private:
+  std::unordered_map<const Buffer*, std::shared_ptr<Buffer>> in_use_;
+  std::multimap<size_t, std::shared_ptr<Buffer>> free_;  // by capacity
+  size_t live_bytes_ = 0;
+  size_t peak_live_bytes_ = 0;
+  size_t allocated_bytes_ = 0;
+  int64_t reuse_count_ = 0;
+};
+
+}  // namespace onnx_amp

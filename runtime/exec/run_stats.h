@@ -1,0 +1,31 @@
+// Statistics of one executor run: time per op type and tensor memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace onnx_amp {
+
+struct OpTime {
+  int64_t calls = 0;
+  double seconds = 0;  // excludes the time of subgraphs the op ran (If/Loop/Scan bodies)
+};
+
+struct RunStats {
+  std::map<std::string, OpTime> op_times;  // by op type
+  double total_seconds = 0;
+  // Intermediate tensors (node outputs): the most bytes live at once, the sum of the sizes
+  // of every one the run produced, and the bytes fresh allocations took.
+  size_t peak_live_bytes = 0;
+  size_t sum_tensor_bytes = 0;
+  size_t allocated_bytes = 0;
+  int64_t buffer_reuses = 0;   // allocations served from a dead tensor's buffer
+  int64_t inplace_reuses = 0;  // outputs written over a dying input
+};
+
+// A table, slowest op type first, then the memory lines.
+std::string FormatRunStats(const RunStats& stats);
+
+}  // namespace onnx_amp
