@@ -1,15 +1,62 @@
-// onnx-amp: mixed-precision tools for ONNX models. Each subcommand lives in its own file.
+// onnx-amp: mixed-precision tools for ONNX models.
+//
+// Adding a subcommand: write cmd_<name>.cc defining Add<Name>Command(CLI::App&,
+// CommandRunner&) (declare it in command.h, list the file in CMakeLists.txt) and
+// register it below with one line. The action returns a Status; main prints a failed
+// one as "onnx-amp: error: <message>" and exits 1 (2 for kInvalidArgument). CLI11 usage
+// errors exit 2; --help and --version exit 0.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <exception>
+#include <string>
+
+#include "tools/onnx-amp/cli_errors.h"
+#include "tools/onnx-amp/command.h"
+
+namespace {
+
+std::string VersionLine() {
+#if ONNX_AMP_WITH_CUDA
+  const char* cuda = "compiled in";
+#else
+  const char* cuda = "not compiled in";
+#endif
+  return std::string("onnx-amp ") + ONNX_AMP_VERSION + " (CUDA support: " + cuda + ")";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
+  using namespace onnx_amp;
   CLI::App app{"onnx-amp: mixed-precision conversion, execution, validation and training for ONNX models"};
-  app.set_version_flag("--version", std::string("onnx-amp 0.1.0"));
+  app.set_version_flag("--version", VersionLine());
   app.require_subcommand(0, 1);
-  CLI11_PARSE(app, argc, argv);
-  if (app.get_subcommands().empty()) {
-    std::fputs(app.help().c_str(), stdout);
+
+  CommandRunner runner;
+  AddInspectCommand(app, runner);
+  AddConvertCommand(app, runner);
+  AddRunCommand(app, runner);
+  AddValidateCommand(app, runner);
+  AddTrainCommand(app, runner);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    const int code = app.exit(error);  // prints help, the version, or the usage error
+    return code == 0 ? kExitSuccess : kExitUsage;
   }
-  return 0;
+  if (!runner.chosen()) {
+    std::fputs(app.help().c_str(), stdout);
+    return kExitSuccess;
+  }
+  // Libraries report errors as Status; this only catches what slips out of them
+  // (allocation failures, protobuf or ONNX exceptions), so that no input crashes the tool.
+  Status status;
+  try {
+    status = runner.Run();
+  } catch (const std::exception& error) {
+    status = InternalError(std::string("unexpected exception: ") + error.what());
+  }
+  return ReportStatus(status);
 }

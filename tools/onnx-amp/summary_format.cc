@@ -1,6 +1,7 @@
 #include "tools/onnx-amp/summary_format.h"
 
 #include <algorithm>
+#include <iomanip>
 #include <sstream>
 
 namespace onnx_amp {
@@ -148,6 +149,94 @@ nlohmann::ordered_json SummaryJson(const ModelSummary& summary) {
         {{"scope", node.scope}, {"node", node.node}, {"op_type", node.op_type}, {"subgraphs", subgraphs}});
   }
   json["control_flow"] = control_flow;
+  return json;
+}
+
+std::string PrecisionText(const PrecisionSummary& summary) {
+  const ConversionReport& report = summary.report;
+  std::ostringstream out;
+  out << "Precision (policy " << report.policy << ", target " << report.target << "; nothing written):\n";
+  out << "  Converted: " << report.converted_nodes << " of " << report.float_nodes << " float nodes ("
+      << std::fixed << std::setprecision(1) << report.PercentConverted() << "%)\n";
+  out << "  Casts inserted: " << report.casts_inserted << "\n";
+  out << "  Casts retargeted: " << report.casts_retargeted << "\n";
+  size_t name_width = 0;
+  size_t op_width = 0;
+  size_t dtype_width = 0;
+  for (const NodeReport& node : report.nodes) {
+    name_width = std::max(name_width, node.name.size());
+    op_width = std::max(op_width, node.op.size());
+    dtype_width = std::max(dtype_width, node.dtype.size());
+  }
+  out << "Node dtypes (" << report.nodes.size() << "):\n";
+  for (const NodeReport& node : report.nodes) {
+    out << "  " << node.name << std::string(name_width - node.name.size() + 2, ' ') << node.op
+        << std::string(op_width - node.op.size() + 2, ' ') << node.dtype
+        << std::string(dtype_width - node.dtype.size() + 2, ' ') << node.op_class << "  " << node.reason;
+    if (node.graph != "main") out << " [" << node.graph << "]";
+    out << "\n";
+  }
+  out << "Clamped initializers: " << report.clamped.size() << "\n";
+  for (const ClampedTensor& tensor : report.clamped) {
+    out << "  " << tensor.name << ": " << tensor.clamped << " values beyond +-65504 (worst " << tensor.worst << "), "
+        << tensor.flushed_to_zero << " flushed to zero\n";
+  }
+  out << "Unknown ops: " << report.unknown_ops.size() << "\n";
+  for (const std::string& op : report.unknown_ops) out << "  " << op << " (kept float32)\n";
+  out << "Tensor Core misses (low-precision MatMul/Gemm/Conv dims not a multiple of " << kTensorCoreMultiple
+      << "): " << summary.tensor_core_misses.size() << "\n";
+  for (const TensorCoreMiss& miss : summary.tensor_core_misses) {
+    out << "  " << miss.node << " (" << miss.op << ", " << miss.dtype << "):";
+    for (size_t i = 0; i < miss.dims.size(); ++i) {
+      const CheckedDim& dim = miss.dims[i];
+      out << (i == 0 ? " " : ", ") << dim.name << "=" << (dim.value ? std::to_string(*dim.value) : "unknown");
+      if (dim.Misses()) out << " (miss)";
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+nlohmann::ordered_json PrecisionJson(const PrecisionSummary& summary) {
+  const ConversionReport& report = summary.report;
+  nlohmann::ordered_json json;
+  json["policy"] = report.policy;
+  json["target"] = report.target;
+  json["casts_inserted"] = report.casts_inserted;
+  json["casts_retargeted"] = report.casts_retargeted;
+  json["float_nodes"] = report.float_nodes;
+  json["converted_nodes"] = report.converted_nodes;
+  json["percent_converted"] = report.PercentConverted();
+  nlohmann::ordered_json clamped = nlohmann::ordered_json::array();
+  for (const ClampedTensor& tensor : report.clamped) {
+    clamped.push_back({{"name", tensor.name},
+                       {"clamped", tensor.clamped},
+                       {"worst", tensor.worst},
+                       {"flushed_to_zero", tensor.flushed_to_zero}});
+  }
+  json["clamped"] = clamped;
+  json["unknown_ops"] = report.unknown_ops;
+  nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
+  for (const NodeReport& node : report.nodes) {
+    nodes.push_back({{"graph", node.graph},
+                     {"name", node.name},
+                     {"op", node.op},
+                     {"dtype", node.dtype},
+                     {"class", node.op_class},
+                     {"reason", node.reason}});
+  }
+  json["nodes"] = nodes;
+  nlohmann::ordered_json misses = nlohmann::ordered_json::array();
+  for (const TensorCoreMiss& miss : summary.tensor_core_misses) {
+    nlohmann::ordered_json dims = nlohmann::ordered_json::array();
+    for (const CheckedDim& dim : miss.dims) {
+      nlohmann::ordered_json value = nullptr;
+      if (dim.value) value = *dim.value;
+      dims.push_back({{"name", dim.name}, {"value", value}, {"multiple_of_8", !dim.Misses()}});
+    }
+    misses.push_back({{"node", miss.node}, {"op", miss.op}, {"dtype", miss.dtype}, {"dims", dims}});
+  }
+  json["tensor_core"] = misses;
   return json;
 }
 

@@ -1,0 +1,45 @@
+// Paint: decides, for every (node, type variable) unit of a model, whether it runs in
+// the low dtype or in float32 (converter-anchors (c), steps 2-10), and records why.
+//
+// A unit is one node's inputs and outputs bound to one type variable of its ONNX
+// schema ("T" of Add binds A, B and C); they share one colour. The steps, on the graph
+// of units linked by the tensors between them:
+//   2 eligible: all of the unit's tensors are float32, the op is not fixed-fp32, and
+//     (target portable) the schema at the model opset admits the low dtype for it;
+//   3/4 seeds: deny and allow classes of ops.def after user overrides; shape
+//     arithmetic between integer Casts is kept float32; (mixed_float16) epsilon
+//     guards x/(y+eps) with eps below float16's smallest normal are denied;
+//   5 deny floods forward through infer units and through clear units upstream of
+//     deny/infer ones; 6 infer/clear units between allow units become allow;
+//   7 (bfloat16) infer units fed by allow and by no deny become allow;
+//   8 allow spreads through clear units both ways;
+//   10 Cast(to=float) is retargeted when every consumer is low.
+// Control-flow nodes keep their carried values and branch outputs float32 (which
+// trivially matches colours across Loop/Scan/If); their bodies are painted like any
+// graph, so their Casts land inside them.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+
+#include "converter/plan.h"
+#include "converter/precision_policy.h"
+#include "runtime/core/status.h"
+
+namespace onnx { class ModelProto; }
+
+namespace onnx_amp {
+
+// Element type of every value in the model (all scopes), from ONNX type inference.
+using ValueTypeMap = std::unordered_map<std::string, DType>;
+
+// Runs ONNX type inference on a copy of `model` and collects every known element type.
+// Fails (kInvalidModel) when inference rejects the model.
+Expected<ValueTypeMap> InferValueTypes(const onnx::ModelProto& model);
+
+// Paints `model`, whose value types are `types`. The plan keeps pointers into `model`,
+// which must outlive it.
+Expected<ConversionPlan> Paint(onnx::ModelProto& model, const ValueTypeMap& types, const PrecisionPolicy& policy,
+                               ConvertTarget target);
+
+}  // namespace onnx_amp

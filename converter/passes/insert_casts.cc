@@ -1,0 +1,173 @@
+#include "converter/passes/insert_casts.h"
+
+#include <map>
+#include <tuple>
+#include <unordered_map>
+
+#include <onnx/onnx_pb.h>
+
+namespace onnx_amp {
+namespace {
+
+class CastInserter {
+ public:
+  CastInserter(ConversionPlan& plan, UniqueNames& names, ConversionReport& report)
+      : plan_(plan), names_(names), report_(report) {}
+
+  Status Run() {
+    for (int g = 0; g < static_cast<int>(plan_.graphs.size()); ++g) {
+      for (const auto& node : plan_.graphs[g].graph->node()) {
+        for (const auto& out : node.output()) {
+          if (!out.empty()) producers_[out] = {&node, g};
+        }
+      }
+    }
+    for (int g = 0; g < static_cast<int>(plan_.graphs.size()); ++g) ONNX_AMP_RETURN_IF_ERROR(FixOutputs(g));
+    for (const onnx::NodeProto* const_node : plan_.node_order) {
+      auto* node = const_cast<onnx::NodeProto*>(const_node);
+      const NodePlan& node_plan = plan_.nodes.at(const_node);
+      for (int i = 0; i < node->input_size(); ++i) {
+        const std::string& name = node->input(i);
+        if (name.empty()) continue;  // absent optional input: nothing to cast (pain 2)
+        const DType wanted = node_plan.input_types[i];
+        const DType actual = TypeOf(name);
+        if (wanted == actual || !IsFloatingPoint(wanted) || !IsFloatingPoint(actual)) continue;
+        node->set_input(i, CastOf(name, wanted, node_plan.graph));
+      }
+    }
+    for (GraphScope& scope : plan_.graphs) Materialize(scope);
+    return Status::Ok();
+  }
+
+ private:
+  DType TypeOf(const std::string& name) const {
+    auto it = plan_.value_types.find(name);
+    return it == plan_.value_types.end() ? DType::kUndefined : it->second;
+  }
+
+  bool IsWithin(int graph, int ancestor) const {
+    for (int g = graph; g >= 0; g = plan_.graphs[g].parent) {
+      if (g == ancestor) return true;
+    }
+    return false;
+  }
+
+  // The name of `value` converted to `dtype`, readable in graph `g`; creates the Cast
+  // in `g` unless `g` or an enclosing graph already has one.
+  std::string CastOf(const std::string& value, DType dtype, int g) {
+    for (int scope = g; scope >= 0; scope = plan_.graphs[scope].parent) {
+      auto it = casts_.find({value, dtype, scope});
+      if (it != casts_.end()) return it->second;
+    }
+    const std::string suffix = "_amp_" + std::string(DTypeName(dtype));
+    const std::string output = names_.Take(value + suffix);
+    AddCast(value, output, dtype, g);
+    return output;
+  }
+
+  void AddCast(const std::string& input, const std::string& output, DType dtype, int g) {
+    onnx::NodeProto cast;
+    cast.set_op_type("Cast");
+    cast.set_name(names_.Take("amp_cast/" + output));
+    cast.set_doc_string(kAmpCastTag);
+    cast.add_input(input);
+    cast.add_output(output);
+    auto* to = cast.add_attribute();
+    to->set_name("to");
+    to->set_type(onnx::AttributeProto::INT);
+    to->set_i(ToOnnx(dtype));
+
+    auto producer = producers_.find(input);
+    if (producer != producers_.end() && producer->second.second == g) {
+      after_[producer->second.first].push_back(std::move(cast));
+    } else {
+      front_[g].push_back(std::move(cast));
+    }
+    casts_[{input, dtype, g}] = output;
+    plan_.value_types[output] = dtype;
+    plan_.original_types[output] = dtype;
+    ++report_.casts_inserted;
+  }
+
+  // Graph outputs whose dtype must differ from the value's new dtype.
+  Status FixOutputs(int g) {
+    GraphScope& scope = plan_.graphs[g];
+    for (int k = 0; k < scope.graph->output_size(); ++k) {
+      const std::string name = scope.graph->output(k).name();
+      const DType wanted = scope.output_types[k];
+      const DType actual = TypeOf(name);
+      if (wanted == actual || !IsFloatingPoint(wanted) || !IsFloatingPoint(actual)) continue;
+      auto producer = producers_.find(name);
+      if (producer == producers_.end() || producer->second.second != g) {
+        if (g == 0) return InternalError("graph output '" + name + "' would change dtype but has no producer node");
+        // A body output read from outside the body: cast it here, output the cast.
+        scope.graph->mutable_output(k)->set_name(CastOf(name, wanted, g));
+        continue;
+      }
+      // Rename the low value; the Cast writes the original name.
+      const std::string low_name = names_.Take(name + "_amp_" + std::string(DTypeName(actual)));
+      RenameValue(name, low_name, g);
+      plan_.value_types[low_name] = actual;
+      plan_.original_types[low_name] = actual;
+      plan_.value_types[name] = wanted;
+      producers_[low_name] = producer->second;
+      AddCast(low_name, name, wanted, g);
+    }
+    return Status::Ok();
+  }
+
+  // Renames the value `from` (produced in graph `g`) in its producer and every reader.
+  void RenameValue(const std::string& from, const std::string& to, int g) {
+    for (const onnx::NodeProto* const_node : plan_.node_order) {
+      if (!IsWithin(plan_.nodes.at(const_node).graph, g)) continue;
+      auto* node = const_cast<onnx::NodeProto*>(const_node);
+      for (int i = 0; i < node->input_size(); ++i) {
+        if (node->input(i) == from) node->set_input(i, to);
+      }
+      for (int o = 0; o < node->output_size(); ++o) {
+        if (node->output(o) == from) node->set_output(o, to);
+      }
+    }
+    for (int s = 0; s < static_cast<int>(plan_.graphs.size()); ++s) {
+      if (s == g || !IsWithin(s, g)) continue;
+      for (auto& output : *plan_.graphs[s].graph->mutable_output()) {
+        if (output.name() == from) output.set_name(to);
+      }
+    }
+    for (auto& info : *plan_.graphs[g].graph->mutable_value_info()) {
+      if (info.name() == from) info.set_name(to);
+    }
+  }
+
+  // Rebuilds the node list of `scope` with the new Casts in place; moves the existing
+  // nodes (no copies), so pointers into them stay valid.
+  void Materialize(GraphScope& scope) {
+    const int g = static_cast<int>(&scope - plan_.graphs.data());
+    auto* nodes = scope.graph->mutable_node();
+    std::vector<onnx::NodeProto*> old(nodes->size());
+    nodes->ExtractSubrange(0, nodes->size(), old.data());
+    for (onnx::NodeProto& cast : front_[g]) *nodes->Add() = std::move(cast);
+    for (onnx::NodeProto* node : old) {
+      nodes->AddAllocated(node);
+      auto it = after_.find(node);
+      if (it == after_.end()) continue;
+      for (onnx::NodeProto& cast : it->second) *nodes->Add() = std::move(cast);
+    }
+  }
+
+  ConversionPlan& plan_;
+  UniqueNames& names_;
+  ConversionReport& report_;
+  std::unordered_map<std::string, std::pair<const onnx::NodeProto*, int>> producers_;  // value -> (node, graph)
+  std::map<std::tuple<std::string, DType, int>, std::string> casts_;  // (value, dtype, graph) -> cast output
+  std::unordered_map<const onnx::NodeProto*, std::vector<onnx::NodeProto>> after_;
+  std::map<int, std::vector<onnx::NodeProto>> front_;
+};
+
+}  // namespace
+
+Status InsertCasts(ConversionPlan& plan, UniqueNames& names, ConversionReport& report) {
+  return CastInserter(plan, names, report).Run();
+}
+
+}  // namespace onnx_amp

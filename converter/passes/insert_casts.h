@@ -1,0 +1,24 @@
+// InsertCasts: wherever a value's dtype after painting differs from the dtype a
+// consumer reads it in, one Cast per (value, target dtype) per graph converts it. The
+// Cast sits in the consumer's graph (inside a Loop/If/Scan body when the consumer is
+// there), right after the value's producer when that is in the same graph, else first.
+//   before: x:float -> MatMul(fp16), x:float -> Add(fp16)
+//   after:  x -> Cast(to=FLOAT16) -> x_amp_float16 -> MatMul, Add
+// A graph output that must keep its dtype while its producer went low: the producer's
+// output is renamed and a Cast writes the original name, so I/O names never change.
+// Created Casts are named "amp_cast/..." and tagged with kAmpCastTag in doc_string, so
+// they can be told from the user's Casts.
+#pragma once
+
+#include "converter/passes/unique_names.h"
+#include "converter/plan.h"
+#include "converter/report.h"
+#include "runtime/core/status.h"
+
+namespace onnx_amp {
+
+inline constexpr const char* kAmpCastTag = "onnx-amp:cast";
+
+Status InsertCasts(ConversionPlan& plan, UniqueNames& names, ConversionReport& report);
+
+}  // namespace onnx_amp

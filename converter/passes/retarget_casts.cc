@@ -1,0 +1,21 @@
+#include "converter/passes/retarget_casts.h"
+
+#include <onnx/onnx_pb.h>
+
+namespace onnx_amp {
+
+void RetargetCasts(ConversionPlan& plan, ConversionReport& report) {
+  for (const onnx::NodeProto* const_node : plan.node_order) {
+    const NodePlan& node_plan = plan.nodes.at(const_node);
+    if (const_node->op_type() != "Cast" || !const_node->domain().empty()) continue;
+    if (node_plan.output_types.empty() || node_plan.output_types[0] != plan.low_type) continue;
+    auto* node = const_cast<onnx::NodeProto*>(const_node);
+    for (auto& attr : *node->mutable_attribute()) {
+      if (attr.name() != "to" || attr.i() != ToOnnx(DType::kFloat32)) continue;
+      attr.set_i(ToOnnx(plan.low_type));
+      ++report.casts_retargeted;
+    }
+  }
+}
+
+}  // namespace onnx_amp

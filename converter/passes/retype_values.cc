@@ -1,0 +1,28 @@
+#include "converter/passes/retype_values.h"
+
+#include <onnx/onnx_pb.h>
+
+namespace onnx_amp {
+namespace {
+
+void Retype(onnx::ValueInfoProto& info, const ConversionPlan& plan) {
+  if (!info.type().has_tensor_type()) return;
+  auto it = plan.value_types.find(info.name());
+  if (it == plan.value_types.end() || !IsFloatingPoint(it->second)) return;
+  auto* tensor_type = info.mutable_type()->mutable_tensor_type();
+  auto declared = DTypeFromOnnx(tensor_type->elem_type());
+  if (!declared || !IsFloatingPoint(*declared)) return;
+  tensor_type->set_elem_type(ToOnnx(it->second));
+}
+
+}  // namespace
+
+void RetypeValues(ConversionPlan& plan) {
+  for (GraphScope& scope : plan.graphs) {
+    for (auto& info : *scope.graph->mutable_input()) Retype(info, plan);
+    for (auto& info : *scope.graph->mutable_output()) Retype(info, plan);
+    for (auto& info : *scope.graph->mutable_value_info()) Retype(info, plan);
+  }
+}
+
+}  // namespace onnx_amp

@@ -1,0 +1,14 @@
+// RetypeValues: writes the dtypes after conversion into the declared types of graph
+// inputs, graph outputs and value_info entries, in every graph, so the model states
+// what it computes and strict type inference agrees with it.
+//   before: value_info h:float (h now produced by a float16 MatMul)
+//   after:  value_info h:float16
+#pragma once
+
+#include "converter/plan.h"
+
+namespace onnx_amp {
+
+void RetypeValues(ConversionPlan& plan);
+
+}  // namespace onnx_amp

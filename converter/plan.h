@@ -1,0 +1,49 @@
+// ConversionPlan: the painted decision for a whole model (every graph, subgraphs
+// included) that the passes in converter/passes/ materialize. Value names are unique
+// across a model and its subgraphs (ONNX SSA), so the dtype maps are keyed by name.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "converter/precision_policy.h"
+#include "runtime/core/dtype.h"
+
+namespace onnx { class GraphProto; class NodeProto; }
+
+namespace onnx_amp {
+
+// Which dtypes an op may take in the output model.
+enum class ConvertTarget {
+  kPortable,  // only what the ONNX schema admits at the output opset (any ONNX runtime)
+  kOnnxAmp,   // any float dtype for any op (our runtime computes every op in float32)
+};
+
+struct GraphScope {
+  onnx::GraphProto* graph = nullptr;
+  int parent = -1;                 // index into ConversionPlan::graphs; -1 for the main graph
+  std::string path;                // "main", "main/loop1.body", ...
+  std::vector<DType> output_types;  // dtype each graph output must have after conversion
+};
+
+struct NodePlan {
+  int graph = 0;                    // index into ConversionPlan::graphs
+  NodeClass node_class;             // class after policy overrides
+  std::vector<DType> input_types;   // dtype each input is read in; kUndefined for absent inputs
+  std::vector<DType> output_types;  // dtype each output is written in
+  DType compute_type = DType::kUndefined;  // low dtype, float32, or kUndefined (no float32 tensors)
+  std::string reason;               // the class, rule or neighbour that decided
+};
+
+struct ConversionPlan {
+  DType low_type = DType::kFloat16;
+  std::vector<GraphScope> graphs;   // main graph first, parents before children
+  std::unordered_map<const onnx::NodeProto*, NodePlan> nodes;
+  std::vector<const onnx::NodeProto*> node_order;  // graphs in order, nodes in file order
+  std::unordered_map<std::string, DType> original_types;  // every value, before conversion
+  std::unordered_map<std::string, DType> value_types;     // every value, after conversion
+  std::vector<std::string> unknown_ops;  // "domain:Op" without an ops.def entry, sorted
+};
+
+}  // namespace onnx_amp

@@ -1,0 +1,83 @@
+#include "converter/report.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+#include <onnx/onnx_pb.h>
+
+#include "converter/plan.h"
+
+namespace onnx_amp {
+
+void AddPlanToReport(const ConversionPlan& plan, ConversionReport& report) {
+  for (const onnx::NodeProto* node : plan.node_order) {
+    const NodePlan& node_plan = plan.nodes.at(node);
+    NodeReport entry;
+    entry.graph = plan.graphs[node_plan.graph].path;
+    entry.name = node->name();
+    entry.op = node->domain().empty() ? node->op_type() : node->domain() + ":" + node->op_type();
+    entry.dtype = node_plan.compute_type == DType::kUndefined ? "n/a" : std::string(DTypeName(node_plan.compute_type));
+    entry.op_class = std::string(PrecisionClassName(node_plan.node_class.precision_class));
+    entry.reason = node_plan.reason;
+    if (node_plan.compute_type != DType::kUndefined) {
+      ++report.float_nodes;
+      if (IsLowPrecision(node_plan.compute_type)) ++report.converted_nodes;
+    }
+    report.nodes.push_back(std::move(entry));
+  }
+  report.unknown_ops = plan.unknown_ops;
+}
+
+nlohmann::json ReportToJson(const ConversionReport& report) {
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const NodeReport& node : report.nodes) {
+    nodes.push_back({{"graph", node.graph},
+                     {"name", node.name},
+                     {"op", node.op},
+                     {"dtype", node.dtype},
+                     {"class", node.op_class},
+                     {"reason", node.reason}});
+  }
+  nlohmann::json clamped = nlohmann::json::array();
+  for (const ClampedTensor& tensor : report.clamped) {
+    clamped.push_back({{"name", tensor.name},
+                       {"clamped", tensor.clamped},
+                       {"worst", tensor.worst},
+                       {"flushed_to_zero", tensor.flushed_to_zero}});
+  }
+  return {{"policy", report.policy},
+          {"target", report.target},
+          {"opset", report.opset},
+          {"casts_inserted", report.casts_inserted},
+          {"casts_retargeted", report.casts_retargeted},
+          {"initializers_converted", report.initializers_converted},
+          {"initializers_duplicated", report.initializers_duplicated},
+          {"constants_converted", report.constants_converted},
+          {"float_nodes", report.float_nodes},
+          {"converted_nodes", report.converted_nodes},
+          {"percent_converted", report.PercentConverted()},
+          {"unknown_ops", report.unknown_ops},
+          {"clamped", clamped},
+          {"nodes", nodes}};
+}
+
+Status WriteReport(const ConversionReport& report, const std::string& path) {
+  const std::string temp = path + ".tmp";
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (!out) return IoError(path + ": cannot write the report");
+    out << ReportToJson(report).dump(2) << "\n";
+    if (!out.flush()) {
+      std::remove(temp.c_str());
+      return IoError(path + ": write failed");
+    }
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    std::remove(temp.c_str());
+    return IoError(path + ": cannot rename the report into place");
+  }
+  return Status::Ok();
+}
+
+}  // namespace onnx_amp

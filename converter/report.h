@@ -1,0 +1,60 @@
+// ConversionReport: what the converter decided and did, as machine-readable JSON:
+// every node's dtype and the reason, the Cast count, every clamped initializer or
+// constant, the share of float nodes converted, and the unknown ops.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "runtime/core/status.h"
+
+namespace onnx_amp {
+
+struct ConversionPlan;
+
+// A float32 tensor whose float16 conversion changed values beyond rounding.
+struct ClampedTensor {
+  std::string name;
+  int64_t clamped = 0;          // finite values beyond +-65504 set to +-65504
+  double worst = 0.0;           // the clamped value of largest magnitude
+  int64_t flushed_to_zero = 0;  // non-zero values below half the smallest subnormal
+};
+
+struct NodeReport {
+  std::string graph;   // "main", "main/loop.body", ...
+  std::string name;
+  std::string op;
+  std::string dtype;   // "float16", "bfloat16", "float" or "n/a" (no float32 tensors)
+  std::string op_class;
+  std::string reason;
+};
+
+struct ConversionReport {
+  std::string policy;
+  std::string target;
+  int64_t opset = 0;
+  std::vector<NodeReport> nodes;
+  int64_t casts_inserted = 0;
+  int64_t casts_retargeted = 0;
+  int64_t initializers_converted = 0;
+  int64_t initializers_duplicated = 0;
+  int64_t constants_converted = 0;
+  std::vector<ClampedTensor> clamped;
+  int64_t float_nodes = 0;      // nodes with float32 tensors in the input model
+  int64_t converted_nodes = 0;  // of those, nodes that compute in the low dtype
+  std::vector<std::string> unknown_ops;
+
+  double PercentConverted() const { return float_nodes == 0 ? 0.0 : 100.0 * converted_nodes / float_nodes; }
+};
+
+// Fills nodes, float_nodes, converted_nodes and unknown_ops from the plan.
+void AddPlanToReport(const ConversionPlan& plan, ConversionReport& report);
+
+nlohmann::json ReportToJson(const ConversionReport& report);
+// Writes the JSON report to `path` (temporary file, then rename).
+Status WriteReport(const ConversionReport& report, const std::string& path);
+
+}  // namespace onnx_amp

@@ -1,0 +1,72 @@
+// `onnx-amp convert IN.onnx -o OUT.onnx [--policy P] [overrides] [--report R.json]`:
+// converts a float32 model to mixed precision (converter/convert_model.h), or with
+// --auto searches for the nodes to keep float32 (convert_auto.h). A policy file gives
+// defaults; flags given on the command line override its keys.
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "converter/convert_model.h"
+#include "runtime/onnx/model_io.h"
+#include "tools/onnx-amp/command.h"
+#include "tools/onnx-amp/convert_auto.h"
+#include "tools/onnx-amp/policy_flags.h"
+
+namespace onnx_amp {
+namespace {
+
+struct ConvertFlags {
+  std::string input;
+  std::string output;
+  PolicyFlags policy;
+  std::string report;
+  std::optional<int64_t> opset;
+};
+
+Expected<ConvertOptions> BuildOptions(const ConvertFlags& flags) {
+  ONNX_AMP_ASSIGN_OR_RETURN(ConvertOptions options, BuildPolicyOptions(flags.policy));
+  if (flags.opset && *flags.opset < 1) return InvalidArgument("--opset: must be a positive opset version");
+  options.opset = flags.opset;
+  return options;
+}
+
+Status RunConvert(const ConvertFlags& flags, const AutoConvertFlags& auto_flags) {
+  ONNX_AMP_ASSIGN_OR_RETURN(const ConvertOptions options, BuildOptions(flags));
+  ONNX_AMP_ASSIGN_OR_RETURN(const onnx::ModelProto model, LoadModel(flags.input));
+  Expected<ConvertResult> result =
+      auto_flags.enabled ? RunAutoConvert(model, options, auto_flags) : ConvertModel(model, options);
+  if (!result.ok()) return result.status().WithContext(flags.input);
+  ONNX_AMP_RETURN_IF_ERROR(SaveModel(result->model, flags.output));
+  if (!flags.report.empty()) ONNX_AMP_RETURN_IF_ERROR(WriteReport(result->report, flags.report));
+
+  const ConversionReport& report = result->report;
+  std::printf("%s: %lld of %lld float nodes in %s (%.1f%%), %lld Casts inserted, %lld retargeted\n",
+              flags.output.c_str(), static_cast<long long>(report.converted_nodes),
+              static_cast<long long>(report.float_nodes), report.policy.c_str(), report.PercentConverted(),
+              static_cast<long long>(report.casts_inserted), static_cast<long long>(report.casts_retargeted));
+  for (const ClampedTensor& tensor : report.clamped) {
+    std::printf("  clamped '%s': %lld values beyond +-65504 (worst %g), %lld flushed to zero\n", tensor.name.c_str(),
+                static_cast<long long>(tensor.clamped), tensor.worst, static_cast<long long>(tensor.flushed_to_zero));
+  }
+  for (const std::string& op : report.unknown_ops) std::printf("  unknown op kept float32: %s\n", op.c_str());
+  if (std::fflush(stdout) != 0) return IoError("cannot write to standard output");
+  return Status::Ok();
+}
+
+}  // namespace
+
+void AddConvertCommand(CLI::App& app, CommandRunner& runner) {
+  auto flags = std::make_shared<ConvertFlags>();
+  CLI::App* command = app.add_subcommand("convert", "Convert a float32 model to float16/bfloat16 mixed precision");
+  command->add_option("MODEL", flags->input, "float32 ONNX model")->required();
+  command->add_option("-o,--output", flags->output, "where to write the converted model")->required();
+  AddPolicyFlags(*command, flags->policy);
+  command->add_option("--report", flags->report, "write the JSON conversion report here");
+  command->add_option("--opset", flags->opset, "default-domain opset of the output model");
+  auto auto_flags = AddAutoConvertFlags(*command);
+  runner.Bind(*command, [flags, auto_flags] { return RunConvert(*flags, *auto_flags); });
+}
+
+}  // namespace onnx_amp
