@@ -15,6 +15,8 @@ void RegisterNormalizationCpuKernels(KernelRegistry& registry) {
   registry.Register({"", "GroupNormalization", DeviceKind::kCpu, &GroupNormalizationCpu});
   registry.Register({"", "LpNormalization", DeviceKind::kCpu, &LpNormalizationCpu});
   registry.Register({"", "MeanVarianceNormalization", DeviceKind::kCpu, &MeanVarianceNormalizationCpu});
+  registry.Register({"", "SoftmaxCrossEntropyLoss", DeviceKind::kCpu, &SoftmaxCrossEntropyLossCpu});
+  registry.Register({"", "NegativeLogLikelihoodLoss", DeviceKind::kCpu, &NegativeLogLikelihoodLossCpu});
 }
 
 }  // namespace onnx_amp

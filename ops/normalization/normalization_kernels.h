@@ -16,5 +16,7 @@ Status InstanceNormalizationCpu(KernelContext& context);     // instance_group_n
 Status GroupNormalizationCpu(KernelContext& context);        // instance_group_norm.cc
 Status LpNormalizationCpu(KernelContext& context);           // lp_mvn_norm.cc
 Status MeanVarianceNormalizationCpu(KernelContext& context); // lp_mvn_norm.cc
+Status SoftmaxCrossEntropyLossCpu(KernelContext& context);   // loss.cc
+Status NegativeLogLikelihoodLossCpu(KernelContext& context);  // loss.cc
 
 }  // namespace onnx_amp
