@@ -1,0 +1,120 @@
+"""End-to-end tests of `onnx-amp run`: the bundled models, and their mixed_float16
+conversions, match ONNX Runtime; --stats shows buffer reuse on the guide's MLP.
+
+usage: run_cli_test.py --cli ONNX_AMP --models MODELS_DIR
+"""
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+ARGS = None
+BATCH = 8
+FLOAT32_U = 2.0 ** -24
+FLOAT16_U = 2.0 ** -11
+
+
+def run_cli(*args):
+    result = subprocess.run([ARGS.cli, *map(str, args)], capture_output=True, text=True)
+    if result.returncode != 0:
+        raise AssertionError(f"onnx-amp {' '.join(map(str, args))} failed:\n{result.stderr}")
+    return result.stdout
+
+
+def make_feeds(model_path, rng):
+    """Random inputs from the declared types; token ids in [0, 1000), masks in {0, 1}."""
+    feeds = {}
+    for value in onnx.load(model_path, load_external_data=False).graph.input:
+        dims = [d.dim_value if d.HasField("dim_value") else BATCH for d in value.type.tensor_type.shape.dim]
+        if value.type.tensor_type.elem_type == onnx.TensorProto.INT64:
+            feeds[value.name] = rng.integers(0, 1000, size=dims, dtype=np.int64)
+        elif value.name == "mask":
+            feeds[value.name] = (rng.random(dims) > 0.2).astype(np.float32)
+        else:
+            feeds[value.name] = rng.uniform(-1.0, 1.0, size=dims).astype(np.float32)
+    return feeds
+
+
+def run_both(model_path, feeds, folder):
+    inputs = Path(folder) / "inputs.npz"
+    outputs = Path(folder) / "outputs.npz"
+    np.savez(inputs, **feeds)
+    run_cli("run", model_path, "--inputs", inputs, "-o", outputs)
+    ours = dict(np.load(outputs))
+    session = ort.InferenceSession(str(model_path), providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    theirs = dict(zip(names, session.run(None, feeds)))
+    return ours, theirs
+
+
+def assert_close(test, ours, theirs, rtol):
+    """|ours - theirs| <= rtol * max|theirs| elementwise: both runtimes compute the same
+    graph; only summation order (and, for float16 ops, when intermediates are rounded)
+    differ."""
+    test.assertEqual(sorted(ours), sorted(theirs))
+    for name, expected in theirs.items():
+        actual = ours[name]
+        test.assertEqual(actual.shape, expected.shape, name)
+        expected = expected.astype(np.float64)
+        scale = np.max(np.abs(expected))
+        error = np.max(np.abs(actual.astype(np.float64) - expected))
+        test.assertLessEqual(error, rtol * scale, f"{name}: max error {error:.3g} vs scale {scale:.3g}")
+
+
+class RunMatchesOnnxRuntime(unittest.TestCase):
+    def models(self):
+        paths = sorted(Path(ARGS.models).glob("*.onnx"))
+        self.assertTrue(paths, "no bundled models found")
+        return paths
+
+    def test_bundled_models_float32(self):
+        rng = np.random.default_rng(0)
+        for path in self.models():
+            with self.subTest(model=path.name), tempfile.TemporaryDirectory() as folder:
+                ours, theirs = run_both(path, make_feeds(path, rng), folder)
+                # float32 dot products of length K differ by at most ~K*u in summation
+                # order; the largest K in these models is 1568 (CNN head).
+                assert_close(self, ours, theirs, rtol=2 * 1568 * FLOAT32_U)
+
+    def test_converted_models_mixed_float16(self):
+        rng = np.random.default_rng(1)
+        for path in self.models():
+            with self.subTest(model=path.name), tempfile.TemporaryDirectory() as folder:
+                mixed = Path(folder) / "mixed.onnx"
+                run_cli("convert", path, "-o", mixed, "--policy", "mixed_float16")
+                ours, theirs = run_both(mixed, make_feeds(path, rng), folder)
+                # Same float16 graph in both; a runtime may round a float16 result where
+                # the other keeps float32 for a moment: allow a few float16 roundings
+                # along the depth of the deepest model (about 40 nodes).
+                assert_close(self, ours, theirs, rtol=2 * 40 * FLOAT16_U)
+
+
+class RunStats(unittest.TestCase):
+    def test_guide_mlp_reuses_buffers(self):
+        with tempfile.TemporaryDirectory() as folder:
+            model = Path(folder) / "mlp_u4096.onnx"
+            subprocess.run([sys.executable, str(Path(ARGS.models) / "make_mlp.py"), "--units", "4096",
+                            "-o", str(model)], check=True, capture_output=True)
+            stdout = run_cli("run", model, "--random", "--dim", "batch=1024", "--stats")
+            match = re.search(r"peak tensor memory: ([0-9.]+) MiB live at once, vs ([0-9.]+) MiB", stdout)
+            self.assertIsNotNone(match, stdout)
+            peak, total = float(match.group(1)), float(match.group(2))
+            # Intermediates: two [1024,4096] float32 activations per hidden layer (Gemm,
+            # Relu) plus the small head: 64 MiB in all; reuse keeps far less live.
+            self.assertGreater(total, 60.0)
+            self.assertLess(peak, total)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cli", required=True)
+    parser.add_argument("--models", required=True)
+    ARGS, rest = parser.parse_known_args()
+    unittest.main(argv=[sys.argv[0], *rest])
