@@ -58,8 +58,8 @@ Status LayerNormalizationGradKernel(KernelContext& context) {
     }
   }
   ONNX_AMP_RETURN_IF_ERROR(WriteOutput(context, 0, dy->dtype(), x->shape(), dx));
-  ONNX_AMP_RETURN_IF_ERROR(WriteOutput(context, 1, dy->dtype(), scale->shape(), dscale));
-  return WriteOutput(context, 2, dy->dtype(), scale->shape(), dbias);
+  ONNX_AMP_RETURN_IF_ERROR(WriteOutput(context, 1, scale->dtype(), scale->shape(), dscale));
+  return WriteOutput(context, 2, scale->dtype(), scale->shape(), dbias);
 }
 
 // X [N, C, spatial...]; per channel, training mode uses the batch mean and biased
@@ -134,8 +134,8 @@ Status BatchNormalizationGradKernel(KernelContext& context) {
     }
   }
   ONNX_AMP_RETURN_IF_ERROR(WriteOutput(context, 0, dy->dtype(), x->shape(), dx));
-  ONNX_AMP_RETURN_IF_ERROR(WriteOutput(context, 1, dy->dtype(), scale->shape(), dscale));
-  return WriteOutput(context, 2, dy->dtype(), scale->shape(), dbias);
+  ONNX_AMP_RETURN_IF_ERROR(WriteOutput(context, 1, scale->dtype(), scale->shape(), dscale));
+  return WriteOutput(context, 2, scale->dtype(), scale->shape(), dbias);
 }
 
 }  // namespace onnx_amp

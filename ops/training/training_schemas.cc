@@ -44,18 +44,21 @@ onnx::OpSchema NormalizationGrad(const char* name, const char* a, const char* b)
   onnx::OpSchema schema = NewSchema(name);
   schema.Input(0, "dY", "", "T")
       .Input(1, "X", "", "T")
-      .Input(2, "scale", "", "T")
+      .Input(2, "scale", "", "S")
       .Input(3, a, "", "U")
       .Input(4, b, "", "U")
       .Output(0, "dX", "", "T", onnx::OpSchema::Optional)
-      .Output(1, "dScale", "", "T", onnx::OpSchema::Optional)
-      .Output(2, "dBias", "", "T", onnx::OpSchema::Optional)
+      .Output(1, "dScale", "", "S", onnx::OpSchema::Optional)
+      .Output(2, "dBias", "", "S", onnx::OpSchema::Optional)
       .TypeConstraint("T", kFloatTypes, "floating types")
+      // BatchNormalization-15 lets scale and bias differ from X (a float16 X with float32
+      // parameters under mixed precision); their gradients take the parameters' type.
+      .TypeConstraint("S", kFloatTypes, "parameter types")
       .TypeConstraint("U", kFloatTypes, "statistics types")
       .TypeAndShapeInferenceFunction([](onnx::InferenceContext& context) {
         Propagate(context, 0, 1, 0);
-        Propagate(context, 0, 2, 1);
-        Propagate(context, 0, 2, 2);
+        Propagate(context, 2, 2, 1);
+        Propagate(context, 2, 2, 2);
       });
   return schema;
 }
