@@ -207,25 +207,11 @@ nlohmann::ordered_json PrecisionJson(const PrecisionSummary& summary) {
   json["float_nodes"] = report.float_nodes;
   json["converted_nodes"] = report.converted_nodes;
   json["percent_converted"] = report.PercentConverted();
-  nlohmann::ordered_json clamped = nlohmann::ordered_json::array();
-  for (const ClampedTensor& tensor : report.clamped) {
-    clamped.push_back({{"name", tensor.name},
-                       {"clamped", tensor.clamped},
-                       {"worst", tensor.worst},
-                       {"flushed_to_zero", tensor.flushed_to_zero}});
-  }
-  json["clamped"] = clamped;
+  // The clamp list and the per-node decisions are the converter report's own JSON.
+  const nlohmann::json report_json = ReportToJson(report);
+  json["clamped"] = nlohmann::ordered_json(report_json["clamped"]);
   json["unknown_ops"] = report.unknown_ops;
-  nlohmann::ordered_json nodes = nlohmann::ordered_json::array();
-  for (const NodeReport& node : report.nodes) {
-    nodes.push_back({{"graph", node.graph},
-                     {"name", node.name},
-                     {"op", node.op},
-                     {"dtype", node.dtype},
-                     {"class", node.op_class},
-                     {"reason", node.reason}});
-  }
-  json["nodes"] = nodes;
+  json["nodes"] = nlohmann::ordered_json(report_json["nodes"]);
   nlohmann::ordered_json misses = nlohmann::ordered_json::array();
   for (const TensorCoreMiss& miss : summary.tensor_core_misses) {
     nlohmann::ordered_json dims = nlohmann::ordered_json::array();
