@@ -172,6 +172,29 @@ class GraphBuilder:
             f.write("\n")
 
 
+def add_conv_bn(g, rng, index, inputs, in_ch, out_ch, epsilon):
+    """conv<index> (3x3, pad 1, zero bias) followed by bn<index> in inference mode;
+    returns the BatchNormalization output."""
+    weight = g.add_initializer(f"conv{index}.weight", conv_kernel(rng, out_ch, in_ch, 3, 3))
+    bias = g.add_initializer(f"conv{index}.bias", np.zeros(out_ch, dtype=np.float32))
+    h = g.add_node("Conv", f"conv{index}", [inputs, weight, bias],
+                   kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[1, 1])
+    bn = [g.add_initializer(f"bn{index}.{field}", value)
+          for field, value in zip(("scale", "bias", "mean", "var"), batch_norm_params(rng, out_ch))]
+    return g.add_node("BatchNormalization", f"bn{index}", [h, *bn], epsilon=epsilon)
+
+
+def add_classifier_head(g, rng, features, in_features, num_classes):
+    """dense (Gemm, kernel [in, out], zero bias, tensor "logits") -> softmax -> output
+    "probs" [batch, num_classes]."""
+    kernel = g.add_initializer("dense.kernel", dense_kernel(rng, in_features, num_classes))
+    bias = g.add_initializer("dense.bias", np.zeros(num_classes, dtype=np.float32))
+    logits = g.add_node("Gemm", "dense", [features, kernel, bias], ["logits"],
+                        alpha=1.0, beta=1.0, transA=0, transB=0)
+    g.add_node("Softmax", "softmax", [logits], ["probs"], axis=-1)
+    g.add_output("probs", np.float32, ["batch", num_classes])
+
+
 def output_arg_parser(description, default_file):
     """Argument parser with -o defaulting to the committed file in models/."""
     parser = argparse.ArgumentParser(description=description)

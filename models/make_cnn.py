@@ -26,28 +26,14 @@ def build():
     x = g.add_input("x", np.float32, ["batch", 1, 28, 28])
 
     def conv_bn_relu_pool(index, inputs, in_ch, out_ch):
-        weight = g.add_initializer(f"conv{index}.weight",
-                                   common.conv_kernel(rng, out_ch, in_ch, 3, 3))
-        bias = g.add_initializer(f"conv{index}.bias", np.zeros(out_ch, dtype=np.float32))
-        h = g.add_node("Conv", f"conv{index}", [inputs, weight, bias],
-                       kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[1, 1])
-        bn = [g.add_initializer(f"bn{index}.{field}", value)
-              for field, value in zip(("scale", "bias", "mean", "var"),
-                                      common.batch_norm_params(rng, out_ch))]
-        h = g.add_node("BatchNormalization", f"bn{index}", [h, *bn], epsilon=BN_EPSILON)
+        h = common.add_conv_bn(g, rng, index, inputs, in_ch, out_ch, BN_EPSILON)
         h = g.add_node("Relu", f"relu{index}", [h])
         return g.add_node("MaxPool", f"pool{index}", [h], kernel_shape=[2, 2], strides=[2, 2])
 
     h = conv_bn_relu_pool(1, x, 1, 16)
     h = conv_bn_relu_pool(2, h, 16, 32)
     h = g.add_node("Flatten", "flatten", [h], axis=1)
-    flat = 32 * 7 * 7
-    kernel = g.add_initializer("dense.kernel", common.dense_kernel(rng, flat, NUM_CLASSES))
-    bias = g.add_initializer("dense.bias", np.zeros(NUM_CLASSES, dtype=np.float32))
-    logits = g.add_node("Gemm", "dense", [h, kernel, bias], ["logits"],
-                        alpha=1.0, beta=1.0, transA=0, transB=0)
-    g.add_node("Softmax", "softmax", [logits], ["probs"], axis=-1)
-    g.add_output("probs", np.float32, ["batch", NUM_CLASSES])
+    common.add_classifier_head(g, rng, h, 32 * 7 * 7, NUM_CLASSES)
     return g
 
 
