@@ -1,12 +1,11 @@
 #include "converter/report.h"
 
-#include <cstdio>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 #include <onnx/onnx_pb.h>
 
 #include "converter/plan.h"
+#include "runtime/io/file_bytes.h"
 
 namespace onnx_amp {
 
@@ -63,21 +62,7 @@ nlohmann::json ReportToJson(const ConversionReport& report) {
 }
 
 Status WriteReport(const ConversionReport& report, const std::string& path) {
-  const std::string temp = path + ".tmp";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) return IoError(path + ": cannot write the report");
-    out << ReportToJson(report).dump(2) << "\n";
-    if (!out.flush()) {
-      std::remove(temp.c_str());
-      return IoError(path + ": write failed");
-    }
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    std::remove(temp.c_str());
-    return IoError(path + ": cannot rename the report into place");
-  }
-  return Status::Ok();
+  return WriteWholeFile(path, ReportToJson(report).dump(2) + "\n");
 }
 
 }  // namespace onnx_amp

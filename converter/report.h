@@ -54,7 +54,7 @@ struct ConversionReport {
 void AddPlanToReport(const ConversionPlan& plan, ConversionReport& report);
 
 nlohmann::json ReportToJson(const ConversionReport& report);
-// Writes the JSON report to `path` (temporary file, then rename).
+// Writes the JSON report to `path` atomically (runtime/io/file_bytes.h).
 Status WriteReport(const ConversionReport& report, const std::string& path);
 
 }  // namespace onnx_amp
