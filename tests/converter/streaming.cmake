@@ -1,0 +1,1 @@
+# Tests owned by one area of the converter; included from CMakeLists.txt.
