@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
@@ -56,7 +57,95 @@ struct Unit {
   std::string reason;
   std::vector<int> fanin;   // units producing this unit's inputs
   std::vector<int> fanout;  // units reading this unit's outputs
+  // Control-flow members: the cluster, what the member stands for, and the body
+  // outputs a body-side member reads (it has no node inputs of its own).
+  int cluster = -1;
+  std::string member;
+  std::vector<std::string> reads;
 };
+
+// Members that must share one dtype: a carried value (the outer tensor the node reads,
+// the body's input and output, the node's output), a scan slice, or an If output and
+// the branch outputs that feed it.
+struct Cluster {
+  std::string label;
+  std::vector<int> members;
+  bool forced = false;  // matched to float32 by step 9
+};
+
+// A graph input or output of a control-flow body.
+struct BodyPort {
+  const onnx::GraphProto* graph = nullptr;
+  int index = -1;
+};
+
+const onnx::GraphProto* Subgraph(const onnx::NodeProto& node, const std::string& name) {
+  for (const auto& attr : node.attribute()) {
+    if (attr.name() == name && attr.has_g()) return &attr.g();
+  }
+  return nullptr;
+}
+
+int64_t IntAttr(const onnx::NodeProto& node, const std::string& name, int64_t fallback) {
+  for (const auto& attr : node.attribute()) {
+    if (attr.name() == name) return attr.i();
+  }
+  return fallback;
+}
+
+// The largest finite number of a low dtype: (2 - 2^(1-p)) * 2^emax.
+double LowLargestFinite(DType low_type) {
+  return low_type == DType::kFloat16 ? 65504.0 : 3.3895313892515355e38;
+}
+
+// Float values of a float32 tensor held in the model (initializer or Constant value).
+std::vector<float> FloatValues(const onnx::TensorProto& t) {
+  std::vector<float> values(t.float_data().begin(), t.float_data().end());
+  if (!t.raw_data().empty() && t.raw_data().size() % sizeof(float) == 0) {
+    values.resize(t.raw_data().size() / sizeof(float));
+    std::memcpy(values.data(), t.raw_data().data(), t.raw_data().size());
+  }
+  return values;
+}
+
+std::vector<int64_t> Int64Values(const onnx::TensorProto& t) {
+  std::vector<int64_t> values(t.int64_data().begin(), t.int64_data().end());
+  if (!t.raw_data().empty() && t.raw_data().size() % sizeof(int64_t) == 0) {
+    values.resize(t.raw_data().size() / sizeof(int64_t));
+    std::memcpy(values.data(), t.raw_data().data(), t.raw_data().size());
+  }
+  return values;
+}
+
+std::string FormatNumber(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+// Known dims of every value with a tensor shape (-1 for an unknown dim).
+void CollectShapes(const onnx::GraphProto& graph, std::unordered_map<std::string, std::vector<int64_t>>& shapes) {
+  auto add = [&](const onnx::ValueInfoProto& info) {
+    if (!info.type().has_tensor_type() || !info.type().tensor_type().has_shape()) return;
+    std::vector<int64_t> dims;
+    for (const auto& dim : info.type().tensor_type().shape().dim()) {
+      dims.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+    }
+    shapes[info.name()] = std::move(dims);
+  };
+  for (const auto& info : graph.input()) add(info);
+  for (const auto& info : graph.output()) add(info);
+  for (const auto& info : graph.value_info()) add(info);
+  for (const auto& init : graph.initializer()) {
+    shapes[init.name()] = std::vector<int64_t>(init.dims().begin(), init.dims().end());
+  }
+  for (const auto& node : graph.node()) {
+    for (const auto& attr : node.attribute()) {
+      if (attr.has_g()) CollectShapes(attr.g(), shapes);
+      for (const auto& sub : attr.graphs()) CollectShapes(sub, shapes);
+    }
+  }
+}
 
 struct NodeRef {
   onnx::NodeProto* node = nullptr;
@@ -81,15 +170,19 @@ class Painter {
     plan_.original_types = types_;
     for (const auto& opset : model_.opset_import()) opsets_[NormalizeDomain(opset.domain())] = opset.version();
     AddGraph(*model_.mutable_graph(), -1, "main");
+    for (const auto& input : model_.graph().input()) main_inputs_.insert(input.name());
     for (int r = 0; r < static_cast<int>(refs_.size()); ++r) BuildUnits(r);
     LinkUnits();
     KeepShapeArithmetic();
     if (policy_.kind == PolicyKind::kMixedFloat16) DenyTinyEpsilonGuards();
+    if (policy_.IsMixed()) {
+      DenyOutOfRangeValues();
+      DenyExpReductions();
+      DenyDecomposedLayerNorm();
+      ONNX_AMP_RETURN_IF_ERROR(DenyLongReductions());
+    }
     if (policy_.kind != PolicyKind::kFloat32) {
-      PropagateDenyForward();
-      PaintBetweenAllows();
-      if (policy_.kind == PolicyKind::kMixedBFloat16) PaintInferAfterAllow();
-      PaintThroughClear();
+      PaintToFixpoint();
       RetargetCasts();
     }
     FillPlan();
@@ -105,6 +198,7 @@ class Painter {
   void AddGraph(onnx::GraphProto& graph, int parent, const std::string& path) {
     const int index = static_cast<int>(plan_.graphs.size());
     plan_.graphs.push_back({&graph, parent, path, {}});
+    graph_index_[&graph] = index;
     for (int o = 0; o < graph.output_size(); ++o) graph_output_uses_[graph.output(o).name()].push_back({index, o});
     for (const auto& init : graph.initializer()) constants_[init.name()] = &init;
     for (auto& node : *graph.mutable_node()) {
@@ -167,6 +261,10 @@ class Painter {
     const onnx::OpSchema* schema =
         opset == opsets_.end() ? nullptr
                                : onnx::OpSchemaRegistry::Schema(node.op_type(), static_cast<int>(opset->second), domain);
+    if (domain.empty() && (node.op_type() == "If" || node.op_type() == "Loop" || node.op_type() == "Scan")) {
+      BuildControlFlowUnits(ref, schema);
+      return;
+    }
 
     // Group the inputs and outputs by type variable.
     struct Draft {
@@ -257,6 +355,9 @@ class Painter {
       } else if (unit.precision_class == PrecisionClass::kFixedFp32) {
         unit.eligible = false;
         unit.reason = node_ref.node_class.reason == "unknown op" ? "unknown op" : "fixed float32: " + node_ref.node_class.reason;
+      } else if (!HasFastArithmetic(policy_.hardware, plan_.low_type)) {
+        unit.eligible = false;
+        unit.reason = SlowHardwareReason();
       } else if (schema == nullptr && target_ == ConvertTarget::kPortable) {
         unit.eligible = false;
         unit.reason = "no ONNX schema for " + node.op_type() + " at the model opset (target portable)";
@@ -287,6 +388,181 @@ class Painter {
       for (int o : unit.outputs) node_ref.output_unit[o] = u;
       units_.push_back(std::move(unit));
     }
+  }
+
+  std::string SlowHardwareReason() const {
+    return "hardware " + std::string(TargetHardwareName(policy_.hardware)) + " has no fast " +
+           std::string(DTypeName(plan_.low_type)) + " arithmetic: a low op would only add Cast round trips";
+  }
+
+  // If, Loop and Scan move values between scopes: each output of If, each carried
+  // value, scan slice and scan output of Loop/Scan becomes one cluster of member units.
+  void BuildControlFlowUnits(int ref, const onnx::OpSchema* schema) {
+    const onnx::NodeProto& node = *refs_[ref].node;
+    if (node.op_type() == "If") {
+      const onnx::GraphProto* then_branch = Subgraph(node, "then_branch");
+      const onnx::GraphProto* else_branch = Subgraph(node, "else_branch");
+      if (then_branch == nullptr || else_branch == nullptr) return;
+      for (int k = 0; k < node.output_size(); ++k) {
+        AddCluster(ref, schema, "output " + std::to_string(k), -1, {}, {{then_branch, k}, {else_branch, k}}, k);
+      }
+      return;
+    }
+    const onnx::GraphProto* body = Subgraph(node, "body");
+    if (body == nullptr) return;
+    if (node.op_type() == "Loop") {
+      // Loop(M, cond, v...) -> (v..., scans...); body(iter, cond, v...) -> (cond, v..., scans...).
+      const int carried = node.input_size() - 2;
+      for (int k = 0; k < carried; ++k) {
+        AddCluster(ref, schema, "carried value " + std::to_string(k), 2 + k, BodyPort{body, 2 + k}, {{body, 1 + k}}, k);
+      }
+      for (int j = std::max(carried, 0); j < node.output_size(); ++j) {
+        AddCluster(ref, schema, "scan output " + std::to_string(j - carried), -1, {}, {{body, 1 + j}}, j);
+      }
+      return;
+    }
+    // Scan([sequence_lens,] states..., scan inputs...) -> (states..., scan outputs...);
+    // body(states..., scan slices...) -> (states..., scan output slices...).
+    const int scan_inputs = static_cast<int>(IntAttr(node, "num_scan_inputs", 0));
+    const int offset = node.input_size() - body->input_size();
+    const int states = body->input_size() - scan_inputs;
+    if (offset < 0 || states < 0) return;
+    for (int k = 0; k < states; ++k) {
+      AddCluster(ref, schema, "state " + std::to_string(k), offset + k, BodyPort{body, k}, {{body, k}}, k);
+    }
+    for (int j = 0; j < scan_inputs; ++j) {
+      AddCluster(ref, schema, "scan input " + std::to_string(j), offset + states + j, BodyPort{body, states + j}, {},
+                 -1);
+    }
+    for (int j = states; j < node.output_size(); ++j) {
+      AddCluster(ref, schema, "scan output " + std::to_string(j - states), -1, {}, {{body, j}}, j);
+    }
+  }
+
+  // One cluster: members for the node input read, the body input, each body output and
+  // the node output that exist (-1 / empty for none). The recurrent edges link them as
+  // dataflow does: input -> body input, body output -> body input (next iteration),
+  // body output -> node output, input -> node output (zero iterations).
+  void AddCluster(int ref, const onnx::OpSchema* schema, const std::string& what, int node_input,
+                  std::optional<BodyPort> body_input, std::vector<BodyPort> body_outputs, int node_output) {
+    NodeRef& node_ref = refs_[ref];
+    const onnx::NodeProto& node = *node_ref.node;
+    if (node_input >= node.input_size() || (node_input >= 0 && node.input(node_input).empty())) node_input = -1;
+    if (node_output >= node.output_size() || (node_output >= 0 && node.output(node_output).empty())) node_output = -1;
+    if (body_input && body_input->index >= body_input->graph->input_size()) body_input.reset();
+    std::erase_if(body_outputs, [](const BodyPort& port) { return port.index >= port.graph->output_size(); });
+
+    std::vector<std::string> names;
+    if (node_input >= 0) names.push_back(node.input(node_input));
+    if (body_input) names.push_back(body_input->graph->input(body_input->index).name());
+    for (const BodyPort& port : body_outputs) names.push_back(port.graph->output(port.index).name());
+    if (node_output >= 0) names.push_back(node.output(node_output));
+    bool any_float32 = false;
+    bool all_float32 = true;
+    for (const std::string& name : names) {
+      any_float32 |= TypeOf(name) == DType::kFloat32;
+      all_float32 &= TypeOf(name) == DType::kFloat32;
+    }
+    if (!any_float32) return;
+
+    Unit proto;
+    proto.node = &node;
+    proto.node_ref = ref;
+    proto.type_var = "V";
+    proto.precision_class = node_ref.node_class.precision_class;
+    proto.eligible = false;
+    proto.cluster = static_cast<int>(clusters_.size());
+    if (!all_float32) {
+      proto.reason = "mixes float32 with other or unknown types";
+    } else if (proto.precision_class == PrecisionClass::kFixedFp32) {
+      proto.reason = "fixed float32: " + node_ref.node_class.reason;
+    } else if (!HasFastArithmetic(policy_.hardware, plan_.low_type)) {
+      proto.reason = SlowHardwareReason();
+    } else if (target_ == ConvertTarget::kPortable && !SchemaAdmitsLow(schema)) {
+      proto.reason = "schema " + node.op_type() + " at the model opset does not admit " +
+                     std::string(DTypeName(plan_.low_type)) + " (target portable)";
+    } else {
+      proto.eligible = true;
+      proto.reason = std::string(PrecisionClassName(proto.precision_class)) + ": " + node_ref.node_class.reason;
+    }
+
+    Cluster cluster;
+    cluster.label = NodeLabel(node) + " " + what;
+    auto add = [&](const std::string& member) {
+      const int u = static_cast<int>(units_.size());
+      units_.push_back(proto);
+      units_[u].member = member;
+      cluster.members.push_back(u);
+      return u;
+    };
+    auto keep_float32 = [&](int u, const std::string& reason) {
+      if (!units_[u].eligible) return;
+      units_[u].eligible = false;
+      units_[u].reason = reason;
+    };
+    int in = -1, body_in = -1, out = -1;
+    std::vector<int> body_outs;
+    if (node_input >= 0) {
+      const std::string& name = node.input(node_input);
+      in = add("input '" + name + "'");
+      units_[in].inputs = {node_input};
+      node_ref.input_unit[node_input] = in;
+      if (main_inputs_.count(name) && policy_.keep_io_types.Keeps(name)) {
+        keep_float32(in, "float32: reads the graph input '" + name + "', kept float32 (keep-io-types)");
+      }
+    }
+    if (body_input) {
+      const std::string& name = body_input->graph->input(body_input->index).name();
+      body_in = add("body input '" + name + "'");
+      value_units_[name] = body_in;
+    }
+    for (const BodyPort& port : body_outputs) {
+      const std::string& name = port.graph->output(port.index).name();
+      const int u = add("body output '" + name + "'");
+      units_[u].reads = {name};
+      body_output_units_[{graph_index_.at(port.graph), port.index}] = u;
+      body_outs.push_back(u);
+    }
+    if (node_output >= 0) {
+      const std::string& name = node.output(node_output);
+      out = add("output '" + name + "'");
+      units_[out].outputs = {node_output};
+      node_ref.output_unit[node_output] = out;
+      if (KeptMainOutput(name)) {
+        keep_float32(out, "float32: writes the graph output '" + name + "', kept float32 (keep-io-types)");
+      }
+    }
+    auto edge = [&](int from, int to) {
+      if (from >= 0 && to >= 0) member_edges_.push_back({from, to});
+    };
+    edge(in, body_in);
+    edge(in, out);
+    for (int u : body_outs) {
+      edge(u, body_in);
+      edge(u, out);
+    }
+    clusters_.push_back(std::move(cluster));
+  }
+
+  // Whether the schema's "V" (the values If/Loop/Scan pass through) admits the low dtype.
+  bool SchemaAdmitsLow(const onnx::OpSchema* schema) const {
+    if (schema == nullptr || schema->outputs().empty()) return false;
+    const std::string wanted = "tensor(" + std::string(DTypeName(plan_.low_type)) + ")";
+    for (const auto& constraint : schema->typeConstraintParams()) {
+      if (constraint.type_param_str != schema->outputs().front().GetTypeStr()) continue;
+      const auto& allowed = constraint.allowed_type_strs;
+      return std::find(allowed.begin(), allowed.end(), wanted) != allowed.end();
+    }
+    return false;
+  }
+
+  bool KeptMainOutput(const std::string& name) const {
+    auto it = graph_output_uses_.find(name);
+    if (it == graph_output_uses_.end()) return false;
+    for (const auto& [graph, index] : it->second) {
+      if (graph == 0 && policy_.keep_io_types.Keeps(name)) return true;
+    }
+    return false;
   }
 
   // Shape math done in float (Shape -> Cast(float) -> Div -> Floor -> Cast(int64)):
@@ -334,14 +610,8 @@ class Painter {
   std::optional<float> SmallestConstant(const std::string& name) const {
     auto it = constants_.find(name);
     if (it == constants_.end() || it->second->data_type() != onnx::TensorProto::FLOAT) return std::nullopt;
-    const onnx::TensorProto& t = *it->second;
-    std::vector<float> values(t.float_data().begin(), t.float_data().end());
-    if (!t.raw_data().empty() && t.raw_data().size() % sizeof(float) == 0) {
-      values.resize(t.raw_data().size() / sizeof(float));
-      std::memcpy(values.data(), t.raw_data().data(), t.raw_data().size());
-    }
     std::optional<float> smallest;
-    for (float v : values) {
+    for (float v : FloatValues(*it->second)) {
       if (v != 0.0f && (!smallest || std::fabs(v) < *smallest)) smallest = std::fabs(v);
     }
     return smallest;
@@ -374,24 +644,275 @@ class Painter {
     }
   }
 
+  // The unit whose colour a value has: its producer's, or the cluster member of a body input.
+  int ProducerUnit(const std::string& name) const {
+    auto member = value_units_.find(name);
+    if (member != value_units_.end()) return member->second;
+    auto it = producers_.find(name);
+    if (it == producers_.end()) return -1;
+    return refs_[it->second.node_ref].output_unit[it->second.index];
+  }
+
   void LinkUnits() {
+    auto link = [&](int from, int to) {
+      units_[from].fanout.push_back(to);
+      units_[to].fanin.push_back(from);
+    };
     for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
-      const Unit& unit = units_[u];
-      for (int i : unit.inputs) {
-        auto it = producers_.find(unit.node->input(i));
-        if (it == producers_.end()) continue;
-        const int p = refs_[it->second.node_ref].output_unit[it->second.index];
-        if (p < 0) continue;
-        units_[p].fanout.push_back(u);
-        units_[u].fanin.push_back(p);
+      std::vector<std::string> reads = units_[u].reads;
+      for (int i : units_[u].inputs) reads.push_back(units_[u].node->input(i));
+      for (const std::string& name : reads) {
+        const int p = ProducerUnit(name);
+        if (p >= 0) link(p, u);
       }
     }
+    for (const auto& [from, to] : member_edges_) link(from, to);
   }
 
   // Units that take part in steps 5-8.
   bool Paintable(int u) const { return units_[u].eligible && !units_[u].cast_output; }
   bool Is(int u, PrecisionClass c) const { return Paintable(u) && units_[u].precision_class == c; }
   std::string Label(int u) const { return NodeLabel(*units_[u].node); }
+
+  // Steps 5-9 repeated until the colour matches of step 9 force no more clusters.
+  void PaintToFixpoint() {
+    std::vector<std::string> seeded(units_.size());
+    for (size_t u = 0; u < units_.size(); ++u) seeded[u] = units_[u].reason;
+    do {
+      for (size_t u = 0; u < units_.size(); ++u) {
+        units_[u].deny = false;
+        units_[u].allow = false;
+        if (units_[u].eligible) units_[u].reason = seeded[u];
+      }
+      PropagateDenyForward();
+      PaintBetweenAllows();
+      if (policy_.kind == PolicyKind::kMixedBFloat16) PaintInferAfterAllow();
+      PaintThroughClear();
+    } while (MatchClusters());
+  }
+
+  // Step 9 (TF ForceColorMatchOnRecurrentEdges): a cluster is low only when every
+  // member is; otherwise every member keeps float32 and takes no part in painting.
+  bool MatchClusters() {
+    bool forced = false;
+    for (Cluster& cluster : clusters_) {
+      if (cluster.forced) continue;
+      int blocker = -1;
+      bool any_low = false;
+      for (int u : cluster.members) {
+        if (units_[u].allow) {
+          any_low = true;
+        } else if (blocker < 0) {
+          blocker = u;
+        }
+      }
+      if (blocker < 0 || !any_low) continue;
+      cluster.forced = true;
+      forced = true;
+      const std::string reason = "float32: " + cluster.label + " must match, and its " + units_[blocker].member +
+                                 " is not low (" + FinalReason(units_[blocker]) + ")";
+      for (int u : cluster.members) {
+        units_[u].eligible = false;
+        units_[u].reason = reason;
+      }
+    }
+    return forced;
+  }
+
+  // Step 3 seeds: the unit turns deny unless the user pinned its node.
+  void SeedDeny(int u, const std::string& reason) {
+    Unit& unit = units_[u];
+    if (!Paintable(u) || refs_[unit.node_ref].node_class.user_pinned) return;
+    unit.precision_class = PrecisionClass::kDeny;
+    unit.reason = "deny: " + reason;
+  }
+
+  void SeedDenyNode(int ref, const std::string& reason) {
+    std::set<int> units(refs_[ref].input_unit.begin(), refs_[ref].input_unit.end());
+    units.insert(refs_[ref].output_unit.begin(), refs_[ref].output_unit.end());
+    for (int u : units) {
+      if (u >= 0) SeedDeny(u, reason);
+    }
+  }
+
+  // init_max / data_max (MO AutoCast): a constant, or a value recorded on sample data,
+  // beyond the low dtype's largest finite number would be clamped or turn into inf;
+  // the units that hold or read it stay float32 (pain 9, pain 11).
+  void DenyOutOfRangeValues() {
+    const double largest = LowLargestFinite(plan_.low_type);
+    const std::string low_name(DTypeName(plan_.low_type));
+    for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
+      const Unit& unit = units_[u];
+      std::vector<std::string> names;
+      for (int i : unit.inputs) names.push_back(unit.node->input(i));
+      for (int o : unit.outputs) names.push_back(unit.node->output(o));
+      for (const std::string& name : names) {
+        auto constant = constants_.find(name);
+        if (constant != constants_.end() && constant->second->data_type() == onnx::TensorProto::FLOAT) {
+          double worst = 0.0;
+          for (float v : FloatValues(*constant->second)) {
+            if (std::isfinite(v)) worst = std::max(worst, static_cast<double>(std::fabs(v)));
+          }
+          if (worst > largest) {
+            SeedDeny(u, "constant '" + name + "' holds |x| = " + FormatNumber(worst) + ", beyond " + low_name +
+                            "'s largest finite " + FormatNumber(largest) + " (init_max)");
+          }
+        }
+        auto recorded = policy_.data_ranges.find(name);
+        if (recorded != policy_.data_ranges.end() && recorded->second > largest) {
+          SeedDeny(u, "value '" + name + "' reached |x| = " + FormatNumber(recorded->second) + " on sample data, beyond " +
+                          low_name + "'s largest finite " + FormatNumber(largest) + " (data_max)");
+        }
+      }
+    }
+  }
+
+  bool IsOp(int u, const char* op) const {
+    return units_[u].node->op_type() == op && NormalizeDomain(units_[u].node->domain()).empty();
+  }
+
+  // Exp -> ReduceSum/ReduceMean, directly or through element-wise and data-movement
+  // ops: a sum of exponentials overflows float16 long after each term fits (OpenVINO
+  // MarkExpReduceOpPath). The Exp, the path and the reduction stay float32.
+  void DenyExpReductions() {
+    const int n = static_cast<int>(units_.size());
+    for (int e = 0; e < n; ++e) {
+      if (!IsOp(e, "Exp") || units_[e].cluster >= 0) continue;
+      std::vector<int> parent(n, -2);
+      parent[e] = -1;
+      std::vector<int> queue = {e};
+      for (size_t q = 0; q < queue.size(); ++q) {
+        const int u = queue[q];
+        for (int v : units_[u].fanout) {
+          if (parent[v] != -2 || units_[v].cluster >= 0) continue;
+          parent[v] = u;
+          if (IsOp(v, "ReduceSum") || IsOp(v, "ReduceMean")) {
+            const std::string reason = "Exp '" + Label(e) + "' feeds reduction '" + Label(v) +
+                                       "': the sum outgrows the terms, past float16's range and bfloat16's precision (Exp->ReduceSum pattern)";
+            for (int w = v; w >= 0; w = parent[w]) SeedDeny(w, reason);
+            continue;
+          }
+          const PrecisionClass c = units_[v].precision_class;
+          if (c == PrecisionClass::kInfer || c == PrecisionClass::kClear) queue.push_back(v);
+        }
+      }
+    }
+  }
+
+  // The node producing `name` if it is the default-domain op `op`, else nullptr.
+  const onnx::NodeProto* ProducerOp(const std::string& name, const char* op, int* ref = nullptr) const {
+    auto it = producers_.find(name);
+    if (it == producers_.end()) return nullptr;
+    const onnx::NodeProto& node = *refs_[it->second.node_ref].node;
+    if (node.op_type() != op || !NormalizeDomain(node.domain()).empty()) return nullptr;
+    if (ref != nullptr) *ref = it->second.node_ref;
+    return &node;
+  }
+
+  // Unfused LayerNorm: d = x - ReduceMean(x); v = ReduceMean(d^2 or d*d);
+  // y = d / Sqrt(v + eps). The statistics and the normalisation stay float32: d^2
+  // overflows float16 once |x - mu| > 255 (pain 9; OpenVINO keeps it float32).
+  void DenyDecomposedLayerNorm() {
+    for (int div_ref = 0; div_ref < static_cast<int>(refs_.size()); ++div_ref) {
+      const onnx::NodeProto& div = *refs_[div_ref].node;
+      if (div.op_type() != "Div" || !NormalizeDomain(div.domain()).empty() || div.input_size() != 2) continue;
+      std::vector<int> refs = {div_ref};
+      int ref = -1;
+      const onnx::NodeProto* sqrt = ProducerOp(div.input(1), "Sqrt", &ref);
+      if (sqrt == nullptr) continue;
+      refs.push_back(ref);
+      const onnx::NodeProto* add = ProducerOp(sqrt->input(0), "Add", &ref);
+      if (add == nullptr || add->input_size() != 2) continue;
+      refs.push_back(ref);
+      const onnx::NodeProto* var = nullptr;
+      for (int side = 0; side < 2 && var == nullptr; ++side) {
+        if (constants_.count(add->input(1 - side))) var = ProducerOp(add->input(side), "ReduceMean", &ref);
+      }
+      if (var == nullptr) continue;
+      refs.push_back(ref);
+      const std::string& d = div.input(0);
+      const onnx::NodeProto* square = ProducerOp(var->input(0), "Pow", &ref);
+      if (square == nullptr || square->input(0) != d) {
+        square = ProducerOp(var->input(0), "Mul", &ref);
+        if (square == nullptr || square->input_size() != 2 || square->input(0) != d || square->input(1) != d) continue;
+      }
+      refs.push_back(ref);
+      const onnx::NodeProto* sub = ProducerOp(d, "Sub", &ref);
+      if (sub == nullptr || sub->input_size() != 2) continue;
+      refs.push_back(ref);
+      const onnx::NodeProto* mean = ProducerOp(sub->input(1), "ReduceMean", &ref);
+      if (mean == nullptr || mean->input(0) != sub->input(0)) continue;
+      refs.push_back(ref);
+      const std::string reason = "decomposed LayerNorm ending in '" + NodeLabel(div) +
+                                 "': its statistics stay float32 ((x - mean)^2 overflows float16 above |x - mean| = 255, and x - mean "
+                                 "cancels the leading bits of bfloat16)";
+      for (int r : refs) SeedDenyNode(r, reason);
+    }
+  }
+
+  // Sums over many elements (MO max_depth_of_reduction; anchors (b): long-axis
+  // reductions): a running sum of n similar terms held in a dtype with p significand
+  // bits stops growing once n reaches 2^p, so runtimes that accumulate in the low dtype
+  // return finite but wrong sums; float16 also overflows at 65504.
+  Status DenyLongReductions() {
+    static const std::set<std::string> kSums = {"ReduceSum",    "ReduceMean",   "ReduceSumSquare", "ReduceL1",
+                                                "ReduceL2",     "ReduceLogSum", "ReduceLogSumExp"};
+    std::vector<int> candidates;
+    for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
+      const Unit& unit = units_[u];
+      if (Paintable(u) && unit.precision_class != PrecisionClass::kDeny && !unit.inputs.empty() &&
+          unit.inputs.front() == 0 && kSums.count(unit.node->op_type()) && NormalizeDomain(unit.node->domain()).empty()) {
+        candidates.push_back(u);
+      }
+    }
+    if (candidates.empty()) return Status::Ok();
+    onnx::ModelProto copy = model_;
+    ONNX_AMP_RETURN_IF_ERROR(InferShapes(copy, /*strict=*/false));
+    std::unordered_map<std::string, std::vector<int64_t>> shapes;
+    CollectShapes(copy.graph(), shapes);
+    const double limit = 1.0 / UnitRoundoff(plan_.low_type);
+    for (int u : candidates) {
+      const onnx::NodeProto& node = *units_[u].node;
+      auto count = ReducedCount(node, shapes);
+      if (!count || static_cast<double>(*count) < limit) continue;
+      SeedDeny(u, "reduces " + std::to_string(*count) + " elements, at least 2^p = " + FormatNumber(limit) +
+                      " for " + std::string(DTypeName(plan_.low_type)) + " (long-axis reduction)");
+    }
+    return Status::Ok();
+  }
+
+  // Elements summed into each output of a Reduce* node, when the shape is known.
+  std::optional<int64_t> ReducedCount(const onnx::NodeProto& node,
+                                      const std::unordered_map<std::string, std::vector<int64_t>>& shapes) const {
+    auto shape = shapes.find(node.input(0));
+    if (shape == shapes.end()) return std::nullopt;
+    const std::vector<int64_t>& dims = shape->second;
+    const int64_t rank = static_cast<int64_t>(dims.size());
+    std::vector<int64_t> axes;
+    bool have_axes = false;
+    for (const auto& attr : node.attribute()) {
+      if (attr.name() == "axes") {
+        axes.assign(attr.ints().begin(), attr.ints().end());
+        have_axes = true;
+      }
+    }
+    if (!have_axes && node.input_size() > 1 && !node.input(1).empty()) {
+      auto constant = constants_.find(node.input(1));
+      if (constant == constants_.end() || constant->second->data_type() != onnx::TensorProto::INT64) return std::nullopt;
+      axes = Int64Values(*constant->second);
+    }
+    if (axes.empty()) {
+      if (IntAttr(node, "noop_with_empty_axes", 0) != 0) return 1;
+      for (int64_t a = 0; a < rank; ++a) axes.push_back(a);
+    }
+    int64_t count = 1;
+    for (int64_t axis : axes) {
+      if (axis < 0) axis += rank;
+      if (axis < 0 || axis >= rank || dims[axis] < 0) return std::nullopt;
+      count *= dims[axis];
+    }
+    return count;
+  }
 
   void PropagateDenyForward() {
     const int n = static_cast<int>(units_.size());
@@ -576,6 +1097,9 @@ class Painter {
       plan_.nodes.emplace(&node, std::move(node_plan));
     }
     for (const auto& [name, dtype] : types_) plan_.value_types.emplace(name, dtype);
+    for (const auto& [name, u] : value_units_) {
+      if (units_[u].allow) plan_.value_types[name] = low;
+    }
 
     // Main-graph inputs that are not kept take the low dtype when a consumer reads it low.
     const onnx::GraphProto& main = *plan_.graphs[0].graph;
@@ -593,10 +1117,15 @@ class Painter {
     }
     for (int g = 0; g < static_cast<int>(plan_.graphs.size()); ++g) {
       GraphScope& scope = plan_.graphs[g];
-      for (const auto& output : scope.graph->output()) {
-        const std::string& name = output.name();
-        const bool keep = g != 0 || policy_.keep_io_types.Keeps(name);
-        scope.output_types.push_back(keep ? TypeOf(name) : plan_.value_types[name]);
+      for (int k = 0; k < scope.graph->output_size(); ++k) {
+        const std::string& name = scope.graph->output(k).name();
+        if (g != 0) {  // a body output takes its cluster's colour
+          auto member = body_output_units_.find({g, k});
+          const bool low_member = member != body_output_units_.end() && units_[member->second].allow;
+          scope.output_types.push_back(low_member ? low : TypeOf(name));
+        } else {
+          scope.output_types.push_back(policy_.keep_io_types.Keeps(name) ? TypeOf(name) : plan_.value_types[name]);
+        }
       }
     }
     plan_.unknown_ops.assign(unknown_ops_.begin(), unknown_ops_.end());
@@ -615,6 +1144,12 @@ class Painter {
   std::unordered_map<std::string, std::vector<std::pair<int, int>>> graph_output_uses_;  // (graph, output index)
   std::set<std::string> unknown_ops_;
   std::unordered_map<std::string, const onnx::TensorProto*> constants_;  // initializers and Constant values
+  std::unordered_map<const onnx::GraphProto*, int> graph_index_;
+  std::set<std::string> main_inputs_;
+  std::vector<Cluster> clusters_;
+  std::unordered_map<std::string, int> value_units_;            // body input -> its cluster member
+  std::map<std::pair<int, int>, int> body_output_units_;        // (graph, output index) -> cluster member
+  std::vector<std::pair<int, int>> member_edges_;               // recurrent edges between cluster members
 };
 
 }  // namespace

@@ -6,17 +6,26 @@
 // of units linked by the tensors between them:
 //   2 eligible: all of the unit's tensors are float32, the op is not fixed-fp32, and
 //     (target portable) the schema at the model opset admits the low dtype for it;
+//   2 also: a policy `hardware` without fast arithmetic in the low dtype keeps all float32;
 //   3/4 seeds: deny and allow classes of ops.def after user overrides; shape
 //     arithmetic between integer Casts is kept float32; (mixed_float16) epsilon
-//     guards x/(y+eps) with eps below float16's smallest normal are denied;
+//     guards x/(y+eps) with eps below float16's smallest normal are denied; (mixed
+//     policies) init_max/data_max: constants or recorded values beyond the low dtype's
+//     largest finite number; Exp->ReduceSum/Mean paths; decomposed LayerNorm
+//     statistics; reductions over at least 2^p elements (p significand bits);
 //   5 deny floods forward through infer units and through clear units upstream of
 //     deny/infer ones; 6 infer/clear units between allow units become allow;
 //   7 (bfloat16) infer units fed by allow and by no deny become allow;
 //   8 allow spreads through clear units both ways;
+//   9 colour matching: each If output with its branch outputs, each Loop/Scan carried
+//     value with the body's input and output for it and the node's output (and each
+//     scan slice with its body counterpart) form a cluster of clear member units,
+//     linked along the recurrent edges, so colours flow around the loop. A cluster is
+//     low only when every member is; otherwise all of it is float32 and steps 5-9
+//     repeat to a fixpoint. A member that reads or writes a kept main-graph input or
+//     output is float32, so main-graph outputs always keep float32;
 //   10 Cast(to=float) is retargeted when every consumer is low.
-// Control-flow nodes keep their carried values and branch outputs float32 (which
-// trivially matches colours across Loop/Scan/If); their bodies are painted like any
-// graph, so their Casts land inside them.
+// Bodies are painted with the rest of the model, so their Casts land inside them.
 #pragma once
 
 #include <string>

@@ -66,6 +66,31 @@ Expected<PolicyKind> ParsePolicyKind(std::string_view name) {
                          "' (expected float32, float16, bfloat16, mixed_float16 or mixed_bfloat16)");
 }
 
+std::string_view TargetHardwareName(TargetHardware hardware) {
+  switch (hardware) {
+    case TargetHardware::kAny: return "any";
+    case TargetHardware::kCpuNoFp16: return "cpu-no-fp16";
+    case TargetHardware::kCpuNoBf16: return "cpu-no-bf16";
+  }
+  return "?";
+}
+
+Expected<TargetHardware> ParseTargetHardware(std::string_view name) {
+  for (TargetHardware hardware : {TargetHardware::kAny, TargetHardware::kCpuNoFp16, TargetHardware::kCpuNoBf16}) {
+    if (name == TargetHardwareName(hardware)) return hardware;
+  }
+  return InvalidArgument("unknown hardware '" + std::string(name) + "' (expected any, cpu-no-fp16 or cpu-no-bf16)");
+}
+
+bool HasFastArithmetic(TargetHardware hardware, DType low_type) {
+  switch (hardware) {
+    case TargetHardware::kAny: return true;
+    case TargetHardware::kCpuNoFp16: return low_type != DType::kFloat16;
+    case TargetHardware::kCpuNoBf16: return low_type != DType::kBFloat16;
+  }
+  return true;
+}
+
 bool KeepIoTypes::Keeps(std::string_view name) const { return all || Contains(names, name); }
 
 Status PrecisionPolicy::Compile(const std::string& policy_file) {
@@ -153,9 +178,24 @@ Expected<PrecisionPolicy> ParsePolicyJson(std::string_view text, const std::stri
         ONNX_AMP_ASSIGN_OR_RETURN(auto names, ReadStringList(value, setting + " (true, false or a list of names)"));
         policy.keep_io_types = {false, std::move(names)};
       }
+    } else if (key == "hardware") {
+      if (!value.is_string()) return InvalidArgument(setting + ": expected a string");
+      auto hardware = ParseTargetHardware(value.get<std::string>());
+      if (!hardware.ok()) return hardware.status().WithContext(setting);
+      policy.hardware = *hardware;
+    } else if (key == "data_ranges") {
+      if (!value.is_object()) return InvalidArgument(setting + ": expected an object of value name -> max |x|");
+      for (const auto& [name, range] : value.items()) {
+        if (!range.is_number() || !(range.get<double>() >= 0.0)) {
+          return InvalidArgument(setting + ": value '" + name + "': expected a non-negative number, found " +
+                                 range.dump());
+        }
+        policy.data_ranges[name] = range.get<double>();
+      }
     } else {
       return InvalidArgument(source + ": unknown key '" + key +
-                             "' (known: policy, fp32_ops, low_ops, fp32_nodes, low_nodes, keep_io_types)");
+                             "' (known: policy, fp32_ops, low_ops, fp32_nodes, low_nodes, keep_io_types, hardware, "
+                             "data_ranges)");
     }
   }
   ONNX_AMP_RETURN_IF_ERROR(policy.Compile(source));

@@ -1,9 +1,11 @@
 // PrecisionPolicy: which dtype the converter aims for and how the user overrides the
 // op classes of ops/ops.def, from CLI flags or a JSON policy file with the same keys:
 //   {"policy": "mixed_float16", "fp32_ops": ["Add"], "low_ops": ["Softmax"],
-//    "fp32_nodes": "^head/", "low_nodes": "attn.*", "keep_io_types": true | ["x", "y"]}
+//    "fp32_nodes": "^head/", "low_nodes": "attn.*", "keep_io_types": true | ["x", "y"],
+//    "hardware": "any" | "cpu-no-fp16" | "cpu-no-bf16", "data_ranges": {"value": max_abs}}
 #pragma once
 
+#include <map>
 #include <optional>
 #include <regex>
 #include <string>
@@ -26,6 +28,20 @@ enum class PolicyKind {
 
 std::string_view PolicyKindName(PolicyKind kind);
 Expected<PolicyKind> ParsePolicyKind(std::string_view name);
+
+// The hardware the converted model is meant for (converter-anchors (c) step 2, the EP
+// capability table; (d) pain 13). Where it lacks fast arithmetic in the low dtype, a
+// low op is emulated through float32 and each one only adds Cast round trips.
+enum class TargetHardware {
+  kAny,        // assume fast float16 and bfloat16 arithmetic
+  kCpuNoFp16,  // a CPU without float16 arithmetic (no AVX512-FP16): float16 stays float32
+  kCpuNoBf16,  // a CPU without bfloat16 arithmetic (no AVX512_BF16/AMX): bfloat16 stays float32
+};
+
+std::string_view TargetHardwareName(TargetHardware hardware);
+Expected<TargetHardware> ParseTargetHardware(std::string_view name);
+// Whether `hardware` computes in `low_type` faster than in float32.
+bool HasFastArithmetic(TargetHardware hardware, DType low_type);
 
 // Graph inputs and outputs that keep their float32 type: all, none, or the named ones.
 struct KeepIoTypes {
@@ -50,6 +66,11 @@ class PrecisionPolicy {
   std::string fp32_nodes;  // regex over node names, "" for none
   std::string low_nodes;
   KeepIoTypes keep_io_types;
+  TargetHardware hardware = TargetHardware::kAny;
+  // Largest |x| per value name recorded on sample data (the max_abs of range screening,
+  // runtime/validate/range_screen.h): a value beyond the low dtype's largest finite
+  // number keeps its producer and readers float32 (data_max). Empty: no data seeds.
+  std::map<std::string, double> data_ranges;
 
   // Checks the override lists and compiles the regexes; call once before ClassOf.
   // Errors name the flag ("--fp32-nodes") or, with `policy_file` set, the file and key.

@@ -34,6 +34,10 @@ TEST(PolicyTest, DefaultClassesFollowOpsDef) {
   policy.kind = PolicyKind::kFloat16;
   EXPECT_EQ(policy.ClassOf("", "Exp", "e").precision_class, PrecisionClass::kAllow);
   EXPECT_EQ(policy.ClassOf("", "NonMaxSuppression", "n").precision_class, PrecisionClass::kFixedFp32);
+  // Control flow passes values through: its clusters are painted like clear ops.
+  policy.kind = PolicyKind::kMixedFloat16;
+  EXPECT_EQ(policy.ClassOf("", "Loop", "l").precision_class, PrecisionClass::kClear);
+  EXPECT_EQ(policy.ClassOf("", "If", "i").precision_class, PrecisionClass::kClear);
 }
 
 TEST(PolicyTest, OverridesNodesBeforeOpsAndFp32BeforeLow) {
@@ -85,6 +89,26 @@ TEST(PolicyTest, JsonFileHasTheSameKeys) {
   EXPECT_FALSE(off->keep_io_types.Keeps("x"));
 }
 
+TEST(PolicyTest, HardwareAndDataRanges) {
+  for (const char* name : {"any", "cpu-no-fp16", "cpu-no-bf16"}) {
+    auto hardware = ParseTargetHardware(name);
+    ASSERT_TRUE(hardware.ok()) << name;
+    EXPECT_EQ(TargetHardwareName(*hardware), name);
+  }
+  EXPECT_TRUE(HasFastArithmetic(TargetHardware::kAny, DType::kFloat16));
+  EXPECT_FALSE(HasFastArithmetic(TargetHardware::kCpuNoFp16, DType::kFloat16));
+  EXPECT_TRUE(HasFastArithmetic(TargetHardware::kCpuNoFp16, DType::kBFloat16));
+  EXPECT_FALSE(HasFastArithmetic(TargetHardware::kCpuNoBf16, DType::kBFloat16));
+
+  auto policy = ParsePolicyJson(R"({"hardware": "cpu-no-bf16", "data_ranges": {"h": 1e5, "y": 0}})", "p.json");
+  ASSERT_TRUE(policy.ok()) << policy.status().message();
+  EXPECT_EQ(policy->hardware, TargetHardware::kCpuNoBf16);
+  EXPECT_EQ(policy->data_ranges, (std::map<std::string, double>{{"h", 1e5}, {"y", 0.0}}));
+  PrecisionPolicy defaults;
+  EXPECT_EQ(defaults.hardware, TargetHardware::kAny);
+  EXPECT_TRUE(defaults.data_ranges.empty());
+}
+
 TEST(PolicyTest, JsonErrorsNameFileAndKey) {
   struct Case {
     const char* text;
@@ -95,6 +119,9 @@ TEST(PolicyTest, JsonErrorsNameFileAndKey) {
                         Case{R"({"fp32_ops": "Add"})", "key 'fp32_ops'"},
                         Case{R"({"low_nodes": "[z-a]"})", "key 'low_nodes'"},
                         Case{R"({"keep_io_types": 3})", "key 'keep_io_types'"},
+                        Case{R"({"hardware": "gpu"})", "key 'hardware'"},
+                        Case{R"({"data_ranges": {"x": -1}})", "key 'data_ranges'"},
+                        Case{R"({"data_ranges": ["x"]})", "key 'data_ranges'"},
                         Case{R"([1, 2])", "expected a JSON object"},
                         Case{R"({"policy": )", "not valid JSON"}}) {
     auto policy = ParsePolicyJson(c.text, "p.json");

@@ -1,9 +1,9 @@
 """Writes the models the validation tests plant numeric failures in.
 
-planted_overflow.onnx: x[batch,16] -> Linear -> Mul by 1e5 ('scale_up') -> Linear ->
-  Mul by 1e-5 -> y. Finite in float32; the scaled activations (|h| ~ 1e5) overflow
-  float16, and the default painting runs 'scale_up' low because it sits between two
-  MatMuls. The second Linear has small weights so that only 'scale_up' itself writes
+planted_overflow.onnx: x[batch,16] -> Linear -> Mul by 1e3 ('scale_up') -> Linear ->
+  Mul by 1e-5 -> y. Finite in float32; the scaled activations (|h| ~ 1e5, from large
+  first-layer weights) overflow float16, and the default painting runs 'scale_up' low
+  because it sits between two MatMuls and its constant fits float16. The second Linear has small weights so that only 'scale_up' itself writes
   values beyond float16's range.
 layernorm_overflow.onnx: a decomposed LayerNorm over 100000 elements of activations
   |x - mean| ~ 800: the squared deviations ('sq', ~6.4e5) overflow float16 and the
@@ -29,13 +29,13 @@ def save(graph, path):
 
 def planted_overflow(path):
     rng = np.random.default_rng(7)
-    w1 = rng.normal(0.0, 1.0, (16, 16)).astype(np.float32)
+    w1 = rng.normal(0.0, 100.0, (16, 16)).astype(np.float32)
     b1 = rng.normal(0.0, 0.1, (16,)).astype(np.float32)
     w2 = rng.normal(0.0, 0.002, (16, 16)).astype(np.float32)
     b2 = rng.normal(0.0, 0.1, (16,)).astype(np.float32)
     inits = [numpy_helper.from_array(a, n) for a, n in [
         (w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2"),
-        (np.array(1e5, np.float32), "up"), (np.array(1e-5, np.float32), "down")]]
+        (np.array(1e3, np.float32), "up"), (np.array(1e-5, np.float32), "down")]]
     nodes = [
         helper.make_node("MatMul", ["x", "w1"], ["mm1"], name="linear1_matmul"),
         helper.make_node("Add", ["mm1", "b1"], ["h1"], name="linear1_add"),

@@ -12,7 +12,7 @@ bool Given(const CLI::Option* option) { return option != nullptr && option->coun
 bool PolicyFlags::AnyGiven() const {
   for (const CLI::Option* option : {policy_option, fp32_ops_option, low_ops_option, fp32_nodes_option,
                                     low_nodes_option, keep_option, no_keep_option, keep_names_option,
-                                    policy_file_option, target_option}) {
+                                    hardware_option, policy_file_option, target_option}) {
     if (Given(option)) return true;
   }
   return false;
@@ -38,9 +38,14 @@ void AddPolicyFlags(CLI::App& command, PolicyFlags& flags) {
           ->delimiter(',');
   flags.keep_option->excludes(flags.no_keep_option)->excludes(flags.keep_names_option);
   flags.no_keep_option->excludes(flags.keep_names_option);
+  flags.hardware_option = command.add_option(
+      "--hardware", flags.hardware,
+      "any (default), cpu-no-fp16 or cpu-no-bf16: keep float32 where the target has no fast low-precision "
+      "arithmetic, instead of adding Cast round trips");
   flags.policy_file_option = command.add_option(
       "--policy-file", flags.policy_file,
-      "JSON policy: policy, fp32_ops, low_ops, fp32_nodes, low_nodes, keep_io_types; flags override it");
+      "JSON policy: policy, fp32_ops, low_ops, fp32_nodes, low_nodes, keep_io_types, hardware, data_ranges; "
+      "flags override it");
   flags.target_option = command.add_option(
       "--target", flags.target,
       "portable (default: only dtypes the ONNX schema admits) or onnx-amp (any op in any float dtype)");
@@ -64,6 +69,11 @@ Expected<ConvertOptions> BuildPolicyOptions(const PolicyFlags& flags) {
   if (flags.keep_io_types) policy.keep_io_types = {true, {}};
   if (flags.no_keep_io_types) policy.keep_io_types = {false, {}};
   if (Given(flags.keep_names_option)) policy.keep_io_types = {false, flags.keep_io_types_names};
+  if (Given(flags.hardware_option)) {
+    auto hardware = ParseTargetHardware(flags.hardware);
+    if (!hardware.ok()) return hardware.status().WithContext("--hardware");
+    policy.hardware = *hardware;
+  }
   ONNX_AMP_RETURN_IF_ERROR(policy.Compile());
   ONNX_AMP_ASSIGN_OR_RETURN(options.target, ParseConvertTarget(flags.target));
   return options;

@@ -1,6 +1,6 @@
 // The precision-policy flags shared by `convert` and `inspect`: --policy, --fp32-ops,
-// --low-ops, --fp32-nodes, --low-nodes, the --keep-io-types family, --policy-file and
-// --target. A policy file gives defaults; flags given on the command line override its keys.
+// --low-ops, --fp32-nodes, --low-nodes, the --keep-io-types family, --hardware,
+// --policy-file and --target. A policy file gives defaults; flags given on the command line override its keys.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -22,6 +22,7 @@ struct PolicyFlags {
   bool keep_io_types = false;
   bool no_keep_io_types = false;
   std::vector<std::string> keep_io_types_names;
+  std::string hardware;
   std::string policy_file;
   std::string target = "portable";
 
@@ -34,6 +35,7 @@ struct PolicyFlags {
   CLI::Option* keep_option = nullptr;
   CLI::Option* no_keep_option = nullptr;
   CLI::Option* keep_names_option = nullptr;
+  CLI::Option* hardware_option = nullptr;
   CLI::Option* policy_file_option = nullptr;
   CLI::Option* target_option = nullptr;
 
