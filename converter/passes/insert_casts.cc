@@ -12,7 +12,7 @@ namespace {
 class CastInserter {
  public:
   CastInserter(ConversionPlan& plan, UniqueNames& names, ConversionReport& report)
-      : plan_(plan), names_(names), report_(report) {}
+      : plan_(plan), names_(names), report_(report), cast1_(report.opset > 0 && report.opset < 6) {}
 
   Status Run() {
     for (int g = 0; g < static_cast<int>(plan_.graphs.size()); ++g) {
@@ -74,8 +74,14 @@ class CastInserter {
     cast.add_output(output);
     auto* to = cast.add_attribute();
     to->set_name("to");
-    to->set_type(onnx::AttributeProto::INT);
-    to->set_i(ToOnnx(dtype));
+    if (cast1_) {
+      to->set_type(onnx::AttributeProto::STRING);
+      to->set_s(onnx::TensorProto_DataType_Name(static_cast<onnx::TensorProto_DataType>(ToOnnx(dtype))));
+      DeclareType(output, dtype, g);
+    } else {
+      to->set_type(onnx::AttributeProto::INT);
+      to->set_i(ToOnnx(dtype));
+    }
 
     auto producer = producers_.find(input);
     if (producer != producers_.end() && producer->second.second == g) {
@@ -87,6 +93,18 @@ class CastInserter {
     plan_.value_types[output] = dtype;
     plan_.original_types[output] = dtype;
     ++report_.casts_inserted;
+  }
+
+  // Cast-1 has no type inference: a value_info entry gives its output a type, unless
+  // the output is a graph output and so declared already.
+  void DeclareType(const std::string& value, DType dtype, int g) {
+    onnx::GraphProto& graph = *plan_.graphs[g].graph;
+    for (const auto& output : graph.output()) {
+      if (output.name() == value) return;
+    }
+    auto* info = graph.add_value_info();
+    info->set_name(value);
+    info->mutable_type()->mutable_tensor_type()->set_elem_type(ToOnnx(dtype));
   }
 
   // Graph outputs whose dtype must differ from the value's new dtype.
@@ -158,6 +176,7 @@ class CastInserter {
   ConversionPlan& plan_;
   UniqueNames& names_;
   ConversionReport& report_;
+  const bool cast1_;  // the model's opset is below 6: Cast-1 takes `to` as a type name
   std::unordered_map<std::string, std::pair<const onnx::NodeProto*, int>> producers_;  // value -> (node, graph)
   std::map<std::tuple<std::string, DType, int>, std::string> casts_;  // (value, dtype, graph) -> cast output
   std::unordered_map<const onnx::NodeProto*, std::vector<onnx::NodeProto>> after_;

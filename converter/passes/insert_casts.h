@@ -7,7 +7,9 @@
 // A graph output that must keep its dtype while its producer went low: the producer's
 // output is renamed and a Cast writes the original name, so I/O names never change.
 // Created Casts are named "amp_cast/..." and tagged with kAmpCastTag in doc_string, so
-// they can be told from the user's Casts.
+// they can be told from the user's Casts. Below opset 6 (report.opset, the output
+// model's opset) they are Cast-1 nodes: `to` is a type name ("FLOAT16") and, as Cast-1
+// has no type inference, a value_info entry declares each new value's dtype.
 #pragma once
 
 #include "converter/passes/unique_names.h"

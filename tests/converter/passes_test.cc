@@ -2,6 +2,8 @@
 // keep-io-types, Casts inside Loop/If bodies, and idempotent reconversion.
 #include <cmath>
 #include <cstring>
+#include <map>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -48,8 +50,10 @@ onnx::ModelProto ClampModel() {
   return model;
 }
 
+// The plain float16 policy: mixed_float16 keeps a constant beyond +-65504 float32 instead
+// (paint's init_max rule), so clamping is what remains for the all-low policy.
 TEST(PassesTest, Float16ClampsAndReportsInitializers) {
-  const auto result = ConvertOk(ClampModel(), Options(PolicyKind::kMixedFloat16));
+  const auto result = ConvertOk(ClampModel(), Options(PolicyKind::kFloat16));
   ASSERT_EQ(result.report.clamped.size(), 1u);
   const ClampedTensor& clamped = result.report.clamped[0];
   EXPECT_EQ(clamped.name, "C");
@@ -251,6 +255,33 @@ TEST(PassesTest, LoopBodyGetsItsCastsInside) {
   const auto plain = ConvertOk(LoopModel(), Options(PolicyKind::kFloat16));
   EXPECT_EQ(NodeDType(plain.report, "body_tanh"), "float16");
   EXPECT_EQ(CountOps(Branch(plain.model, "loop", "body"), "Cast"), 2);
+}
+
+// Below opset 6 Cast is Cast-1: `to` names the type as a string and nothing infers
+// the Cast's output type (the ONNX backend tests test_softsign, test_globalaveragepool).
+TEST(PassesTest, Opset1CastsNameTheirTypeAndDeclareIt) {
+  onnx::ModelProto model = testing::NewModel(/*opset=*/1);
+  GraphBuilder g(model.mutable_graph());
+  g.Input("x", DType::kFloat32, {1, 3, 5, 5}).Output("y", DType::kFloat32, {1, 3, 1, 1});
+  g.Node("GlobalAveragePool", {"x"}, {"y"}, "pool");
+  const auto result = ConvertOk(model, Options(PolicyKind::kFloat16));
+  EXPECT_EQ(NodeDType(result.report, "pool"), "float16");
+  std::map<std::string, std::string> cast_to;  // output -> `to`
+  for (const auto& node : result.model.graph().node()) {
+    if (node.op_type() != "Cast") continue;
+    ASSERT_EQ(node.attribute_size(), 1);
+    EXPECT_EQ(node.attribute(0).type(), onnx::AttributeProto::STRING);
+    cast_to[node.output(0)] = node.attribute(0).s();
+  }
+  EXPECT_EQ(cast_to, (std::map<std::string, std::string>{{"x_amp_float16", "FLOAT16"}, {"y", "FLOAT"}}));
+  ASSERT_EQ(result.model.graph().value_info_size(), 1);
+  EXPECT_EQ(result.model.graph().value_info(0).name(), "x_amp_float16");
+  EXPECT_EQ(result.model.graph().value_info(0).type().tensor_type().elem_type(), onnx::TensorProto::FLOAT16);
+  EXPECT_TRUE(CheckModel(result.model, /*full_check=*/true).ok());
+  onnx::ModelProto inferred = result.model;
+  const Status status = InferShapes(inferred, /*strict=*/true);
+  EXPECT_TRUE(status.ok()) << status.message();
+  ExpectIdempotent(model, Options(PolicyKind::kFloat16));
 }
 
 }  // namespace
