@@ -1,5 +1,12 @@
 #include "converter/convert_model.h"
 
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
 #include <onnx/version_converter/convert.h>
 
 #include "converter/paint.h"
@@ -9,7 +16,11 @@
 #include "converter/passes/retype_values.h"
 #include "converter/passes/rewrite_attributes.h"
 #include "converter/passes/unique_names.h"
+#include "runtime/onnx/external_data.h"
+#include "runtime/onnx/external_stream.h"
+#include "runtime/onnx/folder_checks.h"
 #include "runtime/onnx/onnx_checks.h"
+#include "runtime/onnx/tensor_walk.h"
 
 namespace onnx_amp {
 namespace {
@@ -21,9 +32,9 @@ int64_t DefaultOpset(const onnx::ModelProto& model) {
   return 0;
 }
 
-Expected<onnx::ModelProto> ChangeOpset(const onnx::ModelProto& model, int64_t opset) {
+Expected<onnx::ModelProto> ChangeOpset(onnx::ModelProto&& model, int64_t opset) {
   const int64_t current = DefaultOpset(model);
-  if (opset == current) return model;
+  if (opset == current) return std::move(model);
   try {
     return onnx::version_conversion::ConvertVersion(model, static_cast<int>(opset));
   } catch (const std::exception& e) {
@@ -43,6 +54,117 @@ void SetMetadata(onnx::ModelProto& model, const std::string& key, const std::str
   entry->set_key(key);
   entry->set_value(value);
 }
+
+// The two magnitudes of a float32 tensor that Paint's value rules look at: the largest
+// finite one (init_max) and the smallest non-zero one as Paint computes it (tiny epsilon
+// guards: NaN when the first non-zero value is NaN). Fed chunk by chunk.
+class MagnitudeSummary {
+ public:
+  void Add(const char* data, size_t size) {
+    const size_t count = size / sizeof(float);
+    size_t i = 0;
+    for (; !first_seen_ && i < count; ++i) {  // the first non-zero value decides about NaN
+      const int32_t magnitude = MagnitudeBits(data, i);
+      if (magnitude == 0) continue;
+      first_seen_ = true;
+      first_is_nan_ = magnitude > kInfBits;
+      break;  // and counts below
+    }
+    ReduceMagnitudes(data + i * sizeof(float), count - i, largest_, smallest_minus_one_);
+  }
+
+  // [smallest, largest]: the same answers from both rules as the whole tensor.
+  std::array<float, 2> StandIn() const {
+    float smallest = 0.0f;  // no non-zero value
+    if (first_is_nan_) {
+      smallest = std::numeric_limits<float>::quiet_NaN();
+    } else if (smallest_minus_one_ != UINT32_MAX) {  // else all are NaN (first_is_nan_) or zero
+      const uint32_t bits = smallest_minus_one_ + 1;
+      std::memcpy(&smallest, &bits, sizeof(smallest));
+    }
+    float largest = 0.0f;
+    std::memcpy(&largest, &largest_, sizeof(largest));
+    return {smallest, largest};
+  }
+
+ private:
+  static constexpr int32_t kInfBits = 0x7F800000;
+  // The float's bits without the sign: non-negative as int32.
+  static int32_t MagnitudeBits(const char* data, size_t i) {
+    int32_t bits = 0;
+    std::memcpy(&bits, data + i * sizeof(float), sizeof(bits));
+    return bits & 0x7FFFFFFF;
+  }
+
+  // For non-NaN floats the order of the magnitude bits is the order of the magnitudes,
+  // and NaNs order above them all: both are integer reductions, one loop each so that
+  // the AVX2 clone vectorizes them.
+  __attribute__((target_clones("avx2", "default"))) static void ReduceMagnitudes(const char* data, size_t count,
+                                                                                 int32_t& largest_out,
+                                                                                 uint32_t& smallest_minus_one_out) {
+    int32_t largest = largest_out;  // locals: `data` may alias the outputs
+    for (size_t i = 0; i < count; ++i) {
+      const int32_t magnitude = MagnitudeBits(data, i);
+      largest = std::max(largest, magnitude < kInfBits ? magnitude : 0);
+    }
+    uint32_t smallest_minus_one = smallest_minus_one_out;  // zero wraps to the top
+    for (size_t i = 0; i < count; ++i) {
+      smallest_minus_one = std::min(smallest_minus_one, static_cast<uint32_t>(MagnitudeBits(data, i)) - 1u);
+    }
+    largest_out = largest;
+    smallest_minus_one_out = smallest_minus_one;
+  }
+
+  bool first_seen_ = false;
+  bool first_is_nan_ = false;
+  int32_t largest_ = 0;
+  uint32_t smallest_minus_one_ = UINT32_MAX;  // of the non-zero magnitudes
+};
+
+// Paint reads the values of float32 constants only through the two magnitudes of
+// MagnitudeSummary. While it paints, each float32 tensor still in its external file
+// stands in as those two values; the file references are restored afterwards.
+class StreamedValueStandIns {
+ public:
+  ~StreamedValueStandIns() { Restore(); }
+
+  Status Install(onnx::ModelProto& model, const std::filesystem::path& folder) {
+    return ForEachTensor(model, [&](onnx::TensorProto& tensor, std::string_view node_name) -> Status {
+      if (tensor.data_type() != onnx::TensorProto::FLOAT ||
+          tensor.data_location() != onnx::TensorProto::EXTERNAL) {
+        return Status::Ok();
+      }
+      MagnitudeSummary summary;
+      ONNX_AMP_RETURN_IF_ERROR(
+          ReadExternalChunks(tensor, folder, sizeof(float), [&](const char* data, size_t size) {
+            summary.Add(data, size);
+          }).WithContext(DescribeTensor(tensor, node_name)));
+      Saved& saved = saved_.emplace_back();
+      saved.tensor = &tensor;
+      saved.external_data.Swap(tensor.mutable_external_data());
+      const std::array<float, 2> stand_in = summary.StandIn();
+      tensor.clear_data_location();
+      tensor.set_raw_data(stand_in.data(), sizeof(stand_in));
+      return Status::Ok();
+    });
+  }
+
+  void Restore() {
+    for (Saved& saved : saved_) {
+      saved.tensor->clear_raw_data();
+      saved.tensor->mutable_external_data()->Swap(&saved.external_data);
+      saved.tensor->set_data_location(onnx::TensorProto::EXTERNAL);
+    }
+    saved_.clear();
+  }
+
+ private:
+  struct Saved {
+    onnx::TensorProto* tensor = nullptr;
+    google::protobuf::RepeatedPtrField<onnx::StringStringEntryProto> external_data;
+  };
+  std::vector<Saved> saved_;
+};
 
 // The main graph keeps its I/O names, and the kept ones their dtypes.
 Status CheckInterface(const onnx::GraphProto& before, const onnx::GraphProto& after, const KeepIoTypes& keep) {
@@ -69,17 +191,54 @@ Status CheckInterface(const onnx::GraphProto& before, const onnx::GraphProto& af
   return compare(before.output(), after.output(), "output");
 }
 
-Status Verify(const onnx::ModelProto& before, const onnx::ModelProto& after, const ConvertOptions& options) {
+// The ONNX checker; a model with tensors left in their files is checked in their folder.
+Status Check(const onnx::ModelProto& model, const std::filesystem::path& external_data_folder) {
+  if (external_data_folder.empty()) return CheckModel(model, /*full_check=*/false);
+  return CheckModelInFolder(model, external_data_folder);
+}
+
+// `before` holds the input's graph inputs and outputs only.
+Status Verify(const onnx::GraphProto& before, const onnx::ModelProto& after, const ConvertOptions& options) {
   // A failure here is a converter bug: the input passed the same checks.
-  const bool portable = options.target == ConvertTarget::kPortable;
-  Status checked = CheckModel(after, /*full_check=*/portable);
+  Status checked = Check(after, options.external_data_folder);
   if (!checked.ok()) return InternalError("the converted model fails verification: " + checked.message());
-  if (portable) {
+  if (options.target == ConvertTarget::kPortable) {
+    // The checker's full check is this strict inference without data propagation;
+    // running only the data-propagating one (shapes from Shape/Gather/Concat chains)
+    // checks the same nodes with more known shapes, once. On a copy: it adds value_info.
     onnx::ModelProto copy = after;
     Status inferred = InferShapes(copy, /*strict=*/true);
     if (!inferred.ok()) return InternalError("the converted model fails verification: " + inferred.message());
   }
-  return CheckInterface(before.graph(), after.graph(), options.policy.keep_io_types);
+  return CheckInterface(before, after.graph(), options.policy.keep_io_types);
+}
+
+// Paints result.model and runs the passes on it. The plan and the type map are freed
+// on return, before verification adds its own copy of the graph.
+Status PaintAndRewrite(ConvertResult& result, const ConvertOptions& options) {
+  ONNX_AMP_ASSIGN_OR_RETURN(ValueTypeMap types, InferValueTypes(result.model));
+  StreamedValueStandIns stand_ins;
+  if (!options.external_data_folder.empty()) {
+    ONNX_AMP_RETURN_IF_ERROR(stand_ins.Install(result.model, options.external_data_folder));
+  }
+  ONNX_AMP_ASSIGN_OR_RETURN(ConversionPlan plan, Paint(result.model, types, options.policy, options.target));
+  stand_ins.Restore();
+
+  ConversionReport& report = result.report;
+  report.policy = std::string(PolicyKindName(options.policy.kind));
+  report.target = std::string(ConvertTargetName(options.target));
+  report.opset = DefaultOpset(result.model);
+  AddPlanToReport(plan, report);
+
+  if (IsLowPrecision(plan.low_type)) {  // the float32 policy paints nothing
+    UniqueNames names(result.model);
+    RetargetCasts(plan, report);
+    ONNX_AMP_RETURN_IF_ERROR(RewriteAttributes(plan, report));
+    ONNX_AMP_RETURN_IF_ERROR(ConvertInitializers(plan, names, report, result.streamed));
+    ONNX_AMP_RETURN_IF_ERROR(InsertCasts(plan, names, report));
+    RetypeValues(plan);
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -99,37 +258,43 @@ Expected<ConvertTarget> ParseConvertTarget(std::string_view name) {
 }
 
 Expected<ConvertResult> ConvertModel(const onnx::ModelProto& model, const ConvertOptions& options) {
-  Status checked = CheckModel(model, /*full_check=*/false);
+  return ConvertModel(onnx::ModelProto(model), options);
+}
+
+Expected<ConvertResult> ConvertModel(onnx::ModelProto&& model, const ConvertOptions& options) {
+  Status checked = Check(model, options.external_data_folder);
   if (!checked.ok()) return checked.WithContext("input model");
   ConvertResult result;
+  result.external_data_folder = options.external_data_folder;
   if (options.opset) {
-    ONNX_AMP_ASSIGN_OR_RETURN(result.model, ChangeOpset(model, *options.opset));
+    ONNX_AMP_ASSIGN_OR_RETURN(result.model, ChangeOpset(std::move(model), *options.opset));
   } else {
-    result.model = model;
+    result.model = std::move(model);
   }
-  const onnx::ModelProto before = result.model;
+  onnx::GraphProto before;
+  *before.mutable_input() = result.model.graph().input();
+  *before.mutable_output() = result.model.graph().output();
 
-  ONNX_AMP_ASSIGN_OR_RETURN(ValueTypeMap types, InferValueTypes(result.model));
-  ONNX_AMP_ASSIGN_OR_RETURN(ConversionPlan plan, Paint(result.model, types, options.policy, options.target));
-
-  ConversionReport& report = result.report;
-  report.policy = std::string(PolicyKindName(options.policy.kind));
-  report.target = std::string(ConvertTargetName(options.target));
-  report.opset = DefaultOpset(result.model);
-  AddPlanToReport(plan, report);
-
-  if (IsLowPrecision(plan.low_type)) {  // the float32 policy paints nothing
-    UniqueNames names(result.model);
-    RetargetCasts(plan, report);
-    ONNX_AMP_RETURN_IF_ERROR(RewriteAttributes(plan, report));
-    ONNX_AMP_RETURN_IF_ERROR(ConvertInitializers(plan, names, report));
-    ONNX_AMP_RETURN_IF_ERROR(InsertCasts(plan, names, report));
-    RetypeValues(plan);
-  }
+  ONNX_AMP_RETURN_IF_ERROR(PaintAndRewrite(result, options));
   if (options.target == ConvertTarget::kOnnxAmp) SetMetadata(result.model, kTargetMetadataKey, "onnx-amp");
 
   ONNX_AMP_RETURN_IF_ERROR(Verify(before, result.model, options));
   return result;
+}
+
+Status SaveConvertedModel(ConvertResult& result, const std::filesystem::path& path, const SaveOptions& options) {
+  // Without tensors left in files, the output is saved as any model is (one file when small).
+  if (result.external_data_folder.empty() || RequireDataInMemory(result.model).ok()) {
+    return SaveModel(result.model, path, options);
+  }
+  ExternalSources sources;
+  sources.folder = result.external_data_folder;
+  sources.transforms = std::move(result.streamed.transforms);
+  ONNX_AMP_RETURN_IF_ERROR(SaveModelStreaming(result.model, path, sources, options));
+  for (const auto& record : result.streamed.records) {
+    if (record->clamped > 0 || record->flushed_to_zero > 0) result.report.clamped.push_back(*record);
+  }
+  return Status::Ok();
 }
 
 }  // namespace onnx_amp

@@ -1,18 +1,25 @@
 // ConvertModel: the conversion pipeline. Infers types, paints (paint.h), runs the
 // passes (converter/passes/, in this order: retarget_casts, rewrite_attributes,
 // convert_initializers, insert_casts, retype_values) and verifies the result before
-// anyone writes it: the ONNX checker (full for target portable), strict type
-// inference, and unchanged I/O names and kept I/O dtypes.
+// anyone writes it: the ONNX checker, strict shape and type inference (target
+// portable), and unchanged I/O names and kept I/O dtypes.
+//
+// Large models: a model loaded with its large tensors left in their external files
+// (LoadOptions::keep_external_from_bytes) is converted without reading them; they are
+// converted chunk by chunk when SaveConvertedModel writes the output's external data.
 #pragma once
 
+#include <filesystem>
 #include <optional>
 #include <string_view>
 
 #include <onnx/onnx_pb.h>
 
+#include "converter/passes/convert_initializers.h"
 #include "converter/plan.h"
 #include "converter/precision_policy.h"
 #include "converter/report.h"
+#include "runtime/onnx/model_io.h"
 #include "runtime/core/status.h"
 
 namespace onnx_amp {
@@ -24,17 +31,30 @@ struct ConvertOptions {
   PrecisionPolicy policy;  // Compile()d by the caller
   ConvertTarget target = ConvertTarget::kPortable;
   std::optional<int64_t> opset;  // default-domain opset of the output; nullopt keeps the model's
+  // Where the model's external data locations resolve (the input model's folder) when it
+  // was loaded with tensors left in their files; empty when it holds all its data.
+  std::filesystem::path external_data_folder;
 };
 
 struct ConvertResult {
   onnx::ModelProto model;
-  ConversionReport report;
+  ConversionReport report;  // report.clamped lacks the streamed tensors until written
+  std::filesystem::path external_data_folder;  // ConvertOptions::external_data_folder
+  StreamedInitializers streamed;
 };
 
 // Errors: kInvalidModel when the input fails the checker or type inference;
 // kInvalidArgument for an opset the version converter cannot reach; kInternal when
 // the converted model fails verification.
 Expected<ConvertResult> ConvertModel(const onnx::ModelProto& model, const ConvertOptions& options);
+// The same, converting `model` in place instead of a copy of it.
+Expected<ConvertResult> ConvertModel(onnx::ModelProto&& model, const ConvertOptions& options);
+
+// Writes result.model to `path` (SaveModel). When tensors are still in external files,
+// streams them into the output's external data file (SaveModelStreaming), converting
+// the streamed initializers on the way, and then adds their clamp records to
+// result.report. result.model then refers to the written data file.
+Status SaveConvertedModel(ConvertResult& result, const std::filesystem::path& path, const SaveOptions& options = {});
 
 // The metadata key recording a non-portable conversion.
 inline constexpr const char* kTargetMetadataKey = "onnx_amp.target";

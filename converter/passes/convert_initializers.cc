@@ -1,14 +1,22 @@
 #include "converter/passes/convert_initializers.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
 #include <onnx/onnx_pb.h>
 
 #include "converter/passes/low_tensor.h"
+#include "runtime/core/convert.h"
 
 namespace onnx_amp {
 namespace {
+
+constexpr float kHalfMax = 65504.0f;
+constexpr uint16_t kHalfMaxBits = 0x7BFF;
 
 struct Use {
   onnx::NodeProto* node = nullptr;
@@ -16,16 +24,85 @@ struct Use {
   DType dtype = DType::kUndefined;  // dtype the consumer reads it in
 };
 
+bool IsExternalFloat(const onnx::TensorProto& tensor) {
+  return tensor.data_type() == onnx::TensorProto::FLOAT && tensor.data_location() == onnx::TensorProto::EXTERNAL;
+}
+
+// Gives `tensor` (still in its external file) the low dtype and a transform that
+// converts it when written; `record_name` names it in the report.
+void StreamToLow(onnx::TensorProto& tensor, DType low, const std::string& record_name, StreamedInitializers& streamed) {
+  auto record = std::make_shared<ClampedTensor>();
+  record->name = record_name;
+  ChunkTransform transform;
+  transform.in_element_bytes = sizeof(float);
+  transform.out_element_bytes = sizeof(uint16_t);
+  transform.convert = [record, low](const void* in, void* out, size_t count) {
+    ConvertChunkToLow(static_cast<const float*>(in), static_cast<uint16_t*>(out), count, low, *record);
+  };
+  streamed.transforms[tensor.name()] = std::move(transform);
+  streamed.records.push_back(std::move(record));
+  tensor.set_data_type(ToOnnx(low));
+}
+
 }  // namespace
 
-Status ConvertInitializers(ConversionPlan& plan, UniqueNames& names, ConversionReport& report) {
+// The AVX2 clone vectorizes the search for values to clamp or count.
+__attribute__((target_clones("avx2", "default"))) void ConvertChunkToLow(const float* in, uint16_t* out,
+                                                                         size_t count, DType low,
+                                                                         ClampedTensor& record) {
+  if (low == DType::kBFloat16) {
+    ConvertFloatToBFloat16(in, out, count);
+    return;
+  }
+  ONNX_AMP_ASSERT(low == DType::kFloat16, "ConvertChunkToLow: not a low dtype");
+  ConvertFloatToHalf(in, out, count);
+  // Finite values beyond the range became inf: clamp them as ConvertTensorToLow does.
+  // Such values and flushed ones are rare: a vectorizable test finds the blocks that
+  // hold any, and only those are walked value by value.
+  constexpr size_t kBlock = 256;
+  constexpr int32_t kHalfMaxMagnitude = 0x477FE000;  // 65504.0f
+  constexpr int32_t kInfMagnitude = 0x7F800000;
+  for (size_t begin = 0; begin < count; begin += kBlock) {
+    const size_t end = std::min(count, begin + kBlock);
+    int32_t special = 0;
+    for (size_t i = begin; i < end; ++i) {
+      int32_t bits = 0;
+      std::memcpy(&bits, in + i, sizeof(bits));
+      const int32_t magnitude = bits & 0x7FFFFFFF;  // float magnitudes order as int32
+      const int32_t half_magnitude = out[i] & 0x7FFF;
+      special |= static_cast<int32_t>(magnitude > kHalfMaxMagnitude && magnitude < kInfMagnitude) |
+                 static_cast<int32_t>(half_magnitude == 0 && magnitude != 0);
+    }
+    if (special == 0) continue;
+    for (size_t i = begin; i < end; ++i) {
+      const float magnitude = std::fabs(in[i]);
+      if (magnitude > kHalfMax && std::isfinite(magnitude)) {
+        if (record.clamped == 0 || magnitude > std::fabs(record.worst)) record.worst = in[i];
+        ++record.clamped;
+        out[i] = static_cast<uint16_t>((out[i] & 0x8000u) | kHalfMaxBits);
+      } else if ((out[i] & 0x7FFFu) == 0 && magnitude != 0.0f) {
+        ++record.flushed_to_zero;
+      }
+    }
+  }
+}
+
+Status ConvertInitializers(ConversionPlan& plan, UniqueNames& names, ConversionReport& report,
+                           StreamedInitializers& streamed) {
   const DType low = plan.low_type;
-  std::unordered_map<std::string, std::vector<Use>> uses;
+  // Readers of each initializer, keyed by the initializer's own name (its storage stays
+  // put while copies are appended).
+  std::unordered_map<std::string_view, std::vector<Use>> uses;
+  for (const GraphScope& scope : plan.graphs) {
+    for (const auto& init : scope.graph->initializer()) uses.try_emplace(init.name());
+  }
   for (const onnx::NodeProto* node : plan.node_order) {
-    const NodePlan& node_plan = plan.nodes.at(node);
+    const NodePlan* node_plan = nullptr;
     for (int i = 0; i < node->input_size(); ++i) {
-      if (node->input(i).empty()) continue;
-      uses[node->input(i)].push_back({const_cast<onnx::NodeProto*>(node), i, node_plan.input_types[i]});
+      auto it = uses.find(node->input(i));
+      if (it == uses.end()) continue;
+      if (node_plan == nullptr) node_plan = &plan.nodes.at(node);
+      it->second.push_back({const_cast<onnx::NodeProto*>(node), i, node_plan->input_types[i]});
     }
   }
   std::unordered_set<std::string> graph_outputs;
@@ -41,9 +118,10 @@ Status ConvertInitializers(ConversionPlan& plan, UniqueNames& names, ConversionR
     for (int k = 0; k < initializer_count; ++k) {
       onnx::TensorProto& init = *graph.mutable_initializer(k);
       // An initializer listed as a graph input can be overridden at run time: leave it.
-      if (inputs.count(init.name()) || !CanConvertTensor(init)) continue;
+      const bool external = IsExternalFloat(init);
+      if (inputs.count(init.name()) || !(external || CanConvertTensor(init))) continue;
       auto it = uses.find(init.name());
-      if (it == uses.end()) continue;
+      if (it == uses.end() || it->second.empty()) continue;
       bool any_low = false;
       bool any_other = graph_outputs.count(init.name()) > 0;
       for (const Use& use : it->second) {
@@ -52,6 +130,12 @@ Status ConvertInitializers(ConversionPlan& plan, UniqueNames& names, ConversionR
       }
       if (!any_low) continue;
 
+      if (!any_other && external) {
+        StreamToLow(init, low, init.name(), streamed);
+        plan.value_types[init.name()] = low;
+        ++report.initializers_converted;
+        continue;
+      }
       if (!any_other) {
         ONNX_AMP_ASSIGN_OR_RETURN(ClampedTensor record, ConvertTensorToLow(init, low));
         if (record.clamped > 0 || record.flushed_to_zero > 0) report.clamped.push_back(record);
@@ -61,9 +145,13 @@ Status ConvertInitializers(ConversionPlan& plan, UniqueNames& names, ConversionR
       }
       onnx::TensorProto copy = init;
       copy.set_name(names.Take(init.name() + "_amp_" + std::string(DTypeName(low))));
-      ONNX_AMP_ASSIGN_OR_RETURN(ClampedTensor record, ConvertTensorToLow(copy, low));
-      record.name = init.name();
-      if (record.clamped > 0 || record.flushed_to_zero > 0) report.clamped.push_back(record);
+      if (external) {
+        StreamToLow(copy, low, init.name(), streamed);
+      } else {
+        ONNX_AMP_ASSIGN_OR_RETURN(ClampedTensor record, ConvertTensorToLow(copy, low));
+        record.name = init.name();
+        if (record.clamped > 0 || record.flushed_to_zero > 0) report.clamped.push_back(record);
+      }
       for (const Use& use : it->second) {
         if (use.dtype == low) use.node->set_input(use.input, copy.name());
       }

@@ -4,17 +4,37 @@
 //   before: W:float -> MatMul(fp16), W:float -> ReduceSum(fp32)
 //   after:  W_amp_float16:float16 -> MatMul, W:float -> ReduceSum
 // float16 clamps finite values beyond +-65504 and reports each clamped tensor;
-// bfloat16 rounds to nearest even. External-data initializers are left as they are
-// and get a Cast from InsertCasts.
+// bfloat16 rounds to nearest even. An initializer still stored as external data is
+// not read here: it gets the low dtype and a transform that converts it chunk by chunk
+// when the model is written (SaveModelStreaming), which fills its clamp record.
 #pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "converter/passes/unique_names.h"
 #include "converter/plan.h"
 #include "converter/report.h"
 #include "runtime/core/status.h"
+#include "runtime/onnx/external_stream.h"
 
 namespace onnx_amp {
 
-Status ConvertInitializers(ConversionPlan& plan, UniqueNames& names, ConversionReport& report);
+// Initializers converted while the model is written.
+struct StreamedInitializers {
+  std::unordered_map<std::string, ChunkTransform> transforms;  // by tensor name
+  std::vector<std::shared_ptr<ClampedTensor>> records;         // complete once written
+};
+
+Status ConvertInitializers(ConversionPlan& plan, UniqueNames& names, ConversionReport& report,
+                           StreamedInitializers& streamed);
+
+// Converts `count` float32 values to `low` as ConvertTensorToLow does (float16 clamps
+// and counts into `record`), for one chunk of a tensor.
+void ConvertChunkToLow(const float* in, uint16_t* out, size_t count, DType low, ClampedTensor& record);
 
 }  // namespace onnx_amp

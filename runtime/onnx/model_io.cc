@@ -117,14 +117,34 @@ bool WantsExternalData(const onnx::ModelProto& model, ExternalData mode) {
   return false;
 }
 
+// Moves the in-memory tensors of at least the threshold after the `streamed` ones already
+// in `data_file`, writes the model and commits both files.
+Status WriteWithExternalData(const onnx::ModelProto& model, const std::string& data_name, size_t streamed,
+                             AtomicFileWriter& model_file, AtomicFileWriter& data_file, const SaveOptions& options,
+                             const fs::path& path) {
+  ONNX_AMP_ASSIGN_OR_RETURN(ExternalizedModel externalized,
+                            ExternalizeTensors(model, options.external_threshold_bytes, data_name, data_file));
+  ONNX_AMP_RETURN_IF_ERROR(WriteModel(externalized.model, model_file).WithContext(path.string()));
+  ONNX_AMP_RETURN_IF_ERROR(model_file.Sync());
+  // No tensor was large enough: no data file, and no stale one is overwritten.
+  if (streamed + externalized.moved_count == 0) return model_file.Commit();
+  ONNX_AMP_RETURN_IF_ERROR(data_file.Sync());
+  ONNX_AMP_RETURN_IF_ERROR(data_file.Commit());
+  return model_file.Commit();
+}
+
 }  // namespace
 
 Expected<onnx::ModelProto> LoadModel(const fs::path& path, const LoadOptions& options) {
   Expected<onnx::ModelProto> model = ParseModelFile(path);
   if (!model.ok()) return model.status().WithContext(path.string());
   if (options.check_opsets) ONNX_AMP_RETURN_IF_ERROR(CheckOpsetsSupported(*model).WithContext(path.string()));
-  ONNX_AMP_RETURN_IF_ERROR(
-      LoadExternalData(*model, FolderOf(path), options.load_external_data).WithContext(path.string()));
+  const bool read_all = options.load_external_data && options.keep_external_from_bytes == SIZE_MAX;
+  ONNX_AMP_RETURN_IF_ERROR(LoadExternalData(*model, FolderOf(path), read_all).WithContext(path.string()));
+  if (options.load_external_data && !read_all) {
+    ONNX_AMP_RETURN_IF_ERROR(
+        ReadSmallExternalTensors(*model, FolderOf(path), options.keep_external_from_bytes).WithContext(path.string()));
+  }
   return model;
 }
 
@@ -140,15 +160,20 @@ Status SaveModel(const onnx::ModelProto& model, const fs::path& path, const Save
   if (!data_name.ok()) return data_name.status().WithContext(path.string());
   ONNX_AMP_ASSIGN_OR_RETURN(AtomicFileWriter data_file,
                             AtomicFileWriter::Create(FolderOf(path) / *data_name, options.durable));
-  ONNX_AMP_ASSIGN_OR_RETURN(ExternalizedModel externalized,
-                            ExternalizeTensors(model, options.external_threshold_bytes, *data_name, data_file));
-  ONNX_AMP_RETURN_IF_ERROR(WriteModel(externalized.model, model_file).WithContext(path.string()));
-  ONNX_AMP_RETURN_IF_ERROR(model_file.Sync());
-  // No tensor was large enough: no data file, and no stale one is overwritten.
-  if (externalized.moved_count == 0) return model_file.Commit();
-  ONNX_AMP_RETURN_IF_ERROR(data_file.Sync());
-  ONNX_AMP_RETURN_IF_ERROR(data_file.Commit());
-  return model_file.Commit();
+  return WriteWithExternalData(model, *data_name, 0, model_file, data_file, options, path);
+}
+
+Status SaveModelStreaming(onnx::ModelProto& model, const fs::path& path, const ExternalSources& sources,
+                          const SaveOptions& options) {
+  ONNX_AMP_ASSIGN_OR_RETURN(AtomicFileWriter model_file, AtomicFileWriter::Create(path, options.durable));
+  Expected<std::string> data_name = DataFileName(path, options);
+  if (!data_name.ok()) return data_name.status().WithContext(path.string());
+  ONNX_AMP_ASSIGN_OR_RETURN(AtomicFileWriter data_file,
+                            AtomicFileWriter::Create(FolderOf(path) / *data_name, options.durable));
+  size_t streamed = 0;
+  ONNX_AMP_RETURN_IF_ERROR(
+      StreamExternalTensors(model, sources, *data_name, data_file, &streamed).WithContext(path.string()));
+  return WriteWithExternalData(model, *data_name, streamed, model_file, data_file, options, path);
 }
 
 Expected<std::string> SerializeModel(const onnx::ModelProto& model) {

@@ -4,16 +4,20 @@
 // build supports the model's opsets and IR version, and reads tensors stored in external
 // files into raw_data. Save writes atomically and moves large tensors to one external
 // data file when asked or when the model would not fit in one protobuf message.
+// For models larger than memory, Load can leave large tensors in their files and
+// SaveModelStreaming streams them into the new data file (external_stream.h).
 // Every error names the model file.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <string>
 
 #include <onnx/onnx_pb.h>
 
 #include "runtime/core/status.h"
+#include "runtime/onnx/external_stream.h"
 
 namespace onnx_amp {
 
@@ -21,6 +25,9 @@ struct LoadOptions {
   // Read external tensor data into raw_data. When false the tensors keep referring to
   // their files; their locations and byte ranges are still validated.
   bool load_external_data = true;
+  // With load_external_data: external tensors holding at least this many bytes stay in
+  // their files (validated), to be streamed by SaveModelStreaming; smaller ones are read.
+  size_t keep_external_from_bytes = SIZE_MAX;
   // Reject opsets and IR versions newer than the linked ONNX knows (see opset_support.h).
   bool check_opsets = true;
 };
@@ -51,6 +58,14 @@ struct SaveOptions {
 // failed save leaves any existing file untouched. All tensor data must be in memory: a
 // model loaded with load_external_data = false cannot be saved.
 Status SaveModel(const onnx::ModelProto& model, const std::filesystem::path& path, const SaveOptions& options = {});
+
+// SaveModel for a model whose large tensors are still in the files under sources.folder
+// (LoadOptions::keep_external_from_bytes): always writes external data, streaming those
+// tensors into the new data file chunk by chunk (through their transforms), and changes
+// `model` to refer to the new file; on error `model` may refer to either. options.mode is
+// ignored.
+Status SaveModelStreaming(onnx::ModelProto& model, const std::filesystem::path& path, const ExternalSources& sources,
+                          const SaveOptions& options = {});
 
 // The model as protobuf bytes; Unsupported when it exceeds protobuf's 2 GiB limit.
 Expected<std::string> SerializeModel(const onnx::ModelProto& model);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <string>
 
@@ -144,6 +145,50 @@ TEST(ModelIoTest, SavedExternalDataReloadsEqual) {
                               testing::ShellQuote(temp / "out.onnx") + " " +
                               testing::ShellQuote(testing::GeneratedModels() / "expected");
   EXPECT_EQ(std::system(command.c_str()), 0) << command;
+}
+
+TEST(ModelIoTest, LargeTensorsStayInTheirFilesAndStreamIntoTheNewDataFile) {
+  LoadOptions keep;
+  keep.keep_external_from_bytes = 1024;  // W (65536 B) and the branch constants (1200 B) stay
+  onnx::ModelProto model = LoadOrDie(ExternalModel(), keep);
+  onnx::TensorProto* weight = nullptr;
+  for (onnx::TensorProto& tensor : *model.mutable_graph()->mutable_initializer()) {
+    if (tensor.name() == "W") weight = &tensor;
+  }
+  ASSERT_NE(weight, nullptr);
+  EXPECT_EQ(weight->data_location(), onnx::TensorProto_DataLocation_EXTERNAL);
+  EXPECT_FALSE(weight->has_raw_data());
+  EXPECT_EQ(FindInitializer(model.graph(), "B")->raw_data(), ExpectedBytes("B")) << "small tensors are read";
+  EXPECT_EQ(BranchConstant(model, "then_branch").data_location(), onnx::TensorProto_DataLocation_EXTERNAL);
+
+  // W goes out as bfloat16 by truncation (the upper half of each float32), chunk by chunk;
+  // the branch constants are copied as they are.
+  ExternalSources sources;
+  sources.folder = ExternalModel().parent_path();
+  ChunkTransform truncate;
+  truncate.convert = [](const void* in, void* out, size_t count) {
+    for (size_t i = 0; i < count; ++i) {
+      std::memcpy(static_cast<char*>(out) + 2 * i, static_cast<const char*>(in) + 4 * i + 2, 2);
+    }
+  };
+  sources.transforms["W"] = truncate;
+  weight->set_data_type(onnx::TensorProto_DataType_BFLOAT16);
+  TempDir temp;
+  SaveOptions options;
+  options.durable = false;
+  ASSERT_TRUE(SaveModelStreaming(model, temp / "s.onnx", sources, options).ok());
+  EXPECT_EQ(ExternalEntry(*weight, "location"), "s.onnx.data");
+  EXPECT_LT(fs::file_size(temp / "s.onnx"), 2048u);
+
+  const onnx::ModelProto reloaded = LoadOrDie(temp / "s.onnx");
+  const std::string original = ExpectedBytes("W");
+  std::string truncated(original.size() / 2, '\0');
+  for (size_t i = 0; i < truncated.size() / 2; ++i) std::memcpy(&truncated[2 * i], &original[4 * i + 2], 2);
+  EXPECT_EQ(FindInitializer(reloaded.graph(), "W")->raw_data(), truncated);
+  EXPECT_EQ(FindInitializer(reloaded.graph(), "B")->raw_data(), ExpectedBytes("B"));
+  const onnx::ModelProto whole = LoadOrDie(ExternalModel());
+  EXPECT_EQ(BranchConstant(reloaded, "then_branch").raw_data(), BranchConstant(whole, "then_branch").raw_data());
+  EXPECT_EQ(BranchConstant(reloaded, "else_branch").raw_data(), BranchConstant(whole, "else_branch").raw_data());
 }
 
 TEST(ModelIoTest, ThresholdKeepsSmallTensorsInline) {

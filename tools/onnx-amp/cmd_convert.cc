@@ -1,8 +1,11 @@
 // `onnx-amp convert IN.onnx -o OUT.onnx [--policy P] [overrides] [--report R.json]`:
 // converts a float32 model to mixed precision (converter/convert_model.h), or with
 // --auto searches for the nodes to keep float32 (convert_auto.h). A policy file gives
-// defaults; flags given on the command line override its keys.
+// defaults; flags given on the command line override its keys. Large tensors stored as
+// external data are streamed: read, converted and written chunk by chunk.
+#include <cstddef>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,12 +20,17 @@
 namespace onnx_amp {
 namespace {
 
+// External tensors of at least this size stay in their files and are streamed; smaller
+// ones (shapes, biases, scalars that inference and painting read) are loaded.
+constexpr size_t kStreamFromBytes = size_t{1} << 20;
+
 struct ConvertFlags {
   std::string input;
   std::string output;
   PolicyFlags policy;
   std::string report;
   std::optional<int64_t> opset;
+  bool no_sync = false;
 };
 
 Expected<ConvertOptions> BuildOptions(const ConvertFlags& flags) {
@@ -33,12 +41,22 @@ Expected<ConvertOptions> BuildOptions(const ConvertFlags& flags) {
 }
 
 Status RunConvert(const ConvertFlags& flags, const AutoConvertFlags& auto_flags) {
-  ONNX_AMP_ASSIGN_OR_RETURN(const ConvertOptions options, BuildOptions(flags));
-  ONNX_AMP_ASSIGN_OR_RETURN(const onnx::ModelProto model, LoadModel(flags.input));
+  ONNX_AMP_ASSIGN_OR_RETURN(ConvertOptions options, BuildOptions(flags));
+  // --auto runs the model and --opset rebuilds it through the ONNX IR: both need the data.
+  const bool stream = !auto_flags.enabled && !options.opset;
+  LoadOptions load_options;
+  if (stream) {
+    load_options.keep_external_from_bytes = kStreamFromBytes;
+    const std::filesystem::path folder = std::filesystem::path(flags.input).parent_path();
+    options.external_data_folder = folder.empty() ? std::filesystem::path(".") : folder;
+  }
+  ONNX_AMP_ASSIGN_OR_RETURN(onnx::ModelProto model, LoadModel(flags.input, load_options));
   Expected<ConvertResult> result =
-      auto_flags.enabled ? RunAutoConvert(model, options, auto_flags) : ConvertModel(model, options);
+      auto_flags.enabled ? RunAutoConvert(model, options, auto_flags) : ConvertModel(std::move(model), options);
   if (!result.ok()) return result.status().WithContext(flags.input);
-  ONNX_AMP_RETURN_IF_ERROR(SaveModel(result->model, flags.output));
+  SaveOptions save_options;
+  save_options.durable = !flags.no_sync;
+  ONNX_AMP_RETURN_IF_ERROR(SaveConvertedModel(*result, flags.output, save_options));
   if (!flags.report.empty()) ONNX_AMP_RETURN_IF_ERROR(WriteReport(result->report, flags.report));
 
   const ConversionReport& report = result->report;
@@ -65,6 +83,8 @@ void AddConvertCommand(CLI::App& app, CommandRunner& runner) {
   AddPolicyFlags(*command, flags->policy);
   command->add_option("--report", flags->report, "write the JSON conversion report here");
   command->add_option("--opset", flags->opset, "default-domain opset of the output model");
+  command->add_flag("--no-sync", flags->no_sync,
+                    "skip fsync of the output (still replaced atomically, but a power loss may lose it)");
   auto auto_flags = AddAutoConvertFlags(*command);
   runner.Bind(*command, [flags, auto_flags] { return RunConvert(*flags, *auto_flags); });
 }
