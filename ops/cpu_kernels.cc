@@ -15,6 +15,7 @@ const KernelRegistry& CpuKernelRegistry() {
     RegisterTensorCpuKernels(r);
     RegisterControlFlowCpuKernels(r);
     RegisterTrainingCpuKernels(r);
+    RegisterRnnCpuKernels(r);
     return r;
   }();
   return registry;
