@@ -2,12 +2,15 @@
 // oneDNN with plain NC[D]HW layouts. float32 runs as is; bfloat16 runs natively (bf16
 // operands, float32 accumulation and output) where the CPU has an optimised kernel;
 // float16 (and bfloat16 elsewhere) is widened exactly to float32. The float32 result
-// is rounded to the output dtype once. float64 runs a plain loop.
+// is rounded to the output dtype once. float64 runs a plain loop. Constant weights are
+// kept in the primitive's preferred layout from run to run; a fused activation runs as
+// fused_activation.h says.
 #include <string>
 
 #include "ops/conv/conv_kernels.h"
 #include "ops/conv/window_geometry.h"
 #include "ops/linalg/float_compute.h"
+#include "ops/linalg/fused_activation.h"
 #include "ops/linalg/onednn_utils.h"
 
 namespace onnx_amp {
@@ -29,9 +32,10 @@ std::string ConvKey(const ConvShape& s, dt operand_type, bool has_bias) {
          (has_bias ? "/bias" : "");
 }
 
-// Runs the convolution; bias (float32) may be null. Unsupported when bfloat16 has no
-// optimised implementation here.
-Status RunDnnlConv(const ConvShape& s, dt operand_type, const void* x, const void* w, const float* bias, float* y) {
+// Runs the convolution with `post_op`; bias (float32) may be null. Unsupported when
+// bfloat16 has no optimised implementation here.
+Status RunDnnlConv(const ConvShape& s, dt operand_type, const void* x, const dnn::WeightsSource& w, const float* bias,
+                   const FusedActivation& post_op, float* y) {
   const WindowGeometry& g = s.window;
   dnnl::memory::dims x_dims{s.batch, s.in_channels}, y_dims{s.batch, s.out_channels}, w_dims;
   if (s.group > 1) w_dims = {s.group, s.out_channels / s.group, s.in_channels / s.group};
@@ -48,26 +52,33 @@ Status RunDnnlConv(const ConvShape& s, dt operand_type, const void* x, const voi
   const auto b_md = dnn::PlainDesc({s.out_channels}, dt::f32);
   const auto y_md = dnn::PlainDesc(y_dims, dt::f32);
   const bool need_optimized = operand_type != dt::f32;
-  ONNX_AMP_ASSIGN_OR_RETURN(auto primitive, dnn::CachedPrimitive(ConvKey(s, operand_type, bias != nullptr), [&]() {
+  const bool packed = w.packed != nullptr;
+  const std::string key = ConvKey(s, operand_type, bias != nullptr) + ActivationKey(post_op) + (packed ? "/packed" : "");
+  ONNX_AMP_ASSIGN_OR_RETURN(auto primitive, dnn::CachedPrimitive(key, [&]() {
     const dnnl::memory::dims strides(g.strides.begin(), g.strides.end());
     const dnnl::memory::dims pad_l(g.pads_begin.begin(), g.pads_begin.end());
     const dnnl::memory::dims pad_r(g.pads_end.begin(), g.pads_end.end());
+    const auto weights_md = packed ? dnnl::memory::desc(w_dims, operand_type, dnnl::memory::format_tag::any) : w_md;
     const auto desc = bias != nullptr
                           ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                            dnnl::algorithm::convolution_direct, x_md, w_md, b_md,
-                                                            y_md, strides, dilations, pad_l, pad_r)
+                                                            dnnl::algorithm::convolution_direct, x_md, weights_md,
+                                                            b_md, y_md, strides, dilations, pad_l, pad_r)
                           : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                            dnnl::algorithm::convolution_direct, x_md, w_md, y_md,
-                                                            strides, dilations, pad_l, pad_r);
+                                                            dnnl::algorithm::convolution_direct, x_md, weights_md,
+                                                            y_md, strides, dilations, pad_l, pad_r);
     dnnl::primitive_attr attr;
     dnn::PrepareAttr(attr);
+    dnnl::post_ops ops;
+    AppendActivationPostOp(post_op, ops);
+    attr.set_post_ops(ops);
     const dnnl::convolution_forward::primitive_desc pd(desc, attr, dnn::CpuEngine());
     if (need_optimized && !dnn::IsOptimized(pd)) return std::optional<dnn::Primitive>();
     return std::optional<dnn::Primitive>(dnn::MakePrimitive<dnnl::convolution_forward>(pd));
   }));
   if (!primitive) return Unsupported("no optimised oneDNN convolution for these operands");
+  ONNX_AMP_ASSIGN_OR_RETURN(const auto weights, dnn::ResolveWeights(*primitive, key, w_md, w));
   std::unordered_map<int, std::pair<dnnl::memory::desc, const void*>> args{
-      {DNNL_ARG_SRC, {x_md, x}}, {DNNL_ARG_WEIGHTS, {w_md, w}}, {DNNL_ARG_DST, {y_md, y}}};
+      {DNNL_ARG_SRC, {x_md, x}}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, {y_md, y}}};
   if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, std::make_pair(b_md, bias));
   return dnn::Execute(*primitive, args);
 }
@@ -146,28 +157,45 @@ Status ConvCpu(KernelContext& context) {
   if (y->num_elements() == 0) return Status::Ok();
   if (x->num_elements() == 0) return context.Error(ErrorCode::kInvalidModel, "empty input with a non-empty output");
 
+  const FusedActivation activation = context.fused_activation();
   if (dtype == DType::kFloat64) {
     ReferenceConv(s, x->data<double>(), w->data<double>(), b ? b->data<double>() : nullptr, y->data<double>());
+    ApplyActivation(activation, *y, context.threads());
     return Status::Ok();
   }
   if (dtype != DType::kFloat32 && !IsLowPrecision(dtype)) return context.UnsupportedDType(dtype);
   std::vector<float> bias;
   if (b != nullptr) bias = ToFloat32(*b);
   const float* bias_data = b ? bias.data() : nullptr;
+  dnn::PackedWeights* packed = dnn::PackedWeightsOf(context, 1);
+  const void* w_data = w->raw_data();
+  const dnn::WeightsSource w_source{[w_data] { return w_data; }, packed, w_data};
   if (dtype == DType::kFloat32) {
-    Status status = RunDnnlConv(s, dt::f32, x->raw_data(), w->raw_data(), bias_data, y->data<float>());
-    return status.ok() ? status : context.Error(status.code(), status.message());
+    const FusedActivation post_op = ExactPostOp(activation);
+    Status status = RunDnnlConv(s, dt::f32, x->raw_data(), w_source, bias_data, post_op, y->data<float>());
+    if (!status.ok()) return context.Error(status.code(), status.message());
+    if (post_op.kind == FusedActivationKind::kNone) ApplyActivation(activation, *y, context.threads());
+    return Status::Ok();
   }
   std::vector<float> y_f32(static_cast<size_t>(y->num_elements()));
   Status status = Unsupported("float16 runs on float32 operands");
-  if (dtype == DType::kBFloat16) status = RunDnnlConv(s, dt::bf16, x->raw_data(), w->raw_data(), bias_data, y_f32.data());
+  if (dtype == DType::kBFloat16) {
+    status = RunDnnlConv(s, dt::bf16, x->raw_data(), w_source, bias_data, FusedActivation{}, y_f32.data());
+  }
   if (status.code() == ErrorCode::kUnsupported) {
-    // Widening to float32 is exact: the same products, accumulated in float32.
-    const std::vector<float> x_f32 = ToFloat32(*x), w_f32 = ToFloat32(*w);
-    status = RunDnnlConv(s, dt::f32, x_f32.data(), w_f32.data(), bias_data, y_f32.data());
+    // Widening to float32 is exact: the same products, accumulated in float32. Packed
+    // weights are widened once, on the run that packs them.
+    const std::vector<float> x_f32 = ToFloat32(*x);
+    std::vector<float> w_f32;
+    dnn::WeightsSource widened = w_source;
+    widened.plain = [&] {
+      w_f32 = ToFloat32(*w);
+      return static_cast<const void*>(w_f32.data());
+    };
+    status = RunDnnlConv(s, dt::f32, x_f32.data(), widened, bias_data, FusedActivation{}, y_f32.data());
   }
   if (!status.ok()) return context.Error(status.code(), status.message());
-  StoreFromFloat32(y_f32.data(), *y);
+  StoreWithActivation(y_f32.data(), *y, activation, context.threads());
   return Status::Ok();
 }
 

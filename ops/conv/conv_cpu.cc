@@ -6,7 +6,8 @@
 namespace onnx_amp {
 
 void RegisterConvCpuKernels(KernelRegistry& registry) {
-  registry.Register({"", "Conv", DeviceKind::kCpu, &ConvCpu});
+  // Conv applies a fused activation (KernelDef::fuses_activation).
+  registry.Register({"", "Conv", DeviceKind::kCpu, &ConvCpu, false, true});
   registry.Register({"", "ConvTranspose", DeviceKind::kCpu, &ConvTransposeCpu});
   registry.Register({"", "MaxPool", DeviceKind::kCpu, &MaxPoolCpu});
   registry.Register({"", "AveragePool", DeviceKind::kCpu, &AveragePoolCpu});

@@ -75,7 +75,7 @@ Status Shrink(KernelContext& context) {
 }  // namespace
 
 void RegisterActivationCpuKernels(KernelRegistry& registry) {
-  // The last field, may_inplace: element i of the output reads only element i of a
+  // The fifth field, may_inplace: element i of the output reads only element i of a
   // same-shaped input, so the output may reuse that input's buffer.
   const KernelDef defs[] = {
       {"", "Relu", DeviceKind::kCpu, Relu, true},

@@ -46,7 +46,7 @@ Status Pow(KernelContext& context) {
 }  // namespace
 
 void RegisterBinaryArithmeticCpuKernels(KernelRegistry& registry) {
-  // The last field, may_inplace: element i of the output reads only element i of a
+  // The fifth field, may_inplace: element i of the output reads only element i of a
   // same-shaped input, so the output may reuse that input's buffer.
   const KernelDef defs[] = {
       {"", "Add", DeviceKind::kCpu, Arithmetic<AddOp>, true},

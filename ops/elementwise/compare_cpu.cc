@@ -15,7 +15,7 @@ Status Compare(KernelContext& context) {
 }  // namespace
 
 void RegisterCompareCpuKernels(KernelRegistry& registry) {
-  // The last field, may_inplace: element i of the output reads only element i of a
+  // The fifth field, may_inplace: element i of the output reads only element i of a
   // same-shaped input, so the output may reuse that input's buffer.
   const KernelDef defs[] = {
       {"", "Equal", DeviceKind::kCpu, Compare<EqualOp>, true},

@@ -22,7 +22,7 @@ Status Not(KernelContext& context) { return RunUnary<kMaskBool>(context, NotOp{}
 }  // namespace
 
 void RegisterLogicCpuKernels(KernelRegistry& registry) {
-  // The last field, may_inplace: element i of the output reads only element i of a
+  // The fifth field, may_inplace: element i of the output reads only element i of a
   // same-shaped input, so the output may reuse that input's buffer.
   const KernelDef defs[] = {
       {"", "BitwiseAnd", DeviceKind::kCpu, Bitwise<BitwiseAndOp>, true},

@@ -27,7 +27,7 @@ Status IsInf(KernelContext& context) {
 }  // namespace
 
 void RegisterUnaryMathCpuKernels(KernelRegistry& registry) {
-  // The last field, may_inplace: element i of the output reads only element i of a
+  // The fifth field, may_inplace: element i of the output reads only element i of a
   // same-shaped input, so the output may reuse that input's buffer.
   const KernelDef defs[] = {
       {"", "Abs", DeviceKind::kCpu, Abs, true},

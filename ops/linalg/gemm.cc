@@ -1,6 +1,7 @@
 // Gemm: Y = alpha * A' @ B' + beta * C, with A' = transA ? A^T : A (likewise B) and C
 // broadcast unidirectionally to [M, N]. Transposes are strides, not copies; beta * C
 // is formed in double and added by the matmul's sum post-op before the one rounding.
+// A constant B is kept packed from run to run; a fused activation applies to Y.
 #include "ops/linalg/float_compute.h"
 #include "ops/linalg/linalg_kernels.h"
 #include "ops/linalg/matmul_problem.h"
@@ -54,6 +55,8 @@ Status GemmCpu(KernelContext& context) {
   problem.b_strides = trans_b ? dnnl::memory::dims{1, k} : dnnl::memory::dims{n, 1};
   problem.c_dims = {m, n};
   problem.alpha = alpha;
+  problem.activation = context.fused_activation();
+  problem.packed_b = dnn::PackedWeightsOf(context, 1);
 
   std::vector<double> addend;
   if (c != nullptr && beta != 0.0f) {

@@ -6,8 +6,9 @@
 namespace onnx_amp {
 
 void RegisterLinalgCpuKernels(KernelRegistry& registry) {
-  registry.Register({"", "MatMul", DeviceKind::kCpu, &MatMulCpu});
-  registry.Register({"", "Gemm", DeviceKind::kCpu, &GemmCpu});
+  // MatMul and Gemm apply a fused activation (KernelDef::fuses_activation).
+  registry.Register({"", "MatMul", DeviceKind::kCpu, &MatMulCpu, false, true});
+  registry.Register({"", "Gemm", DeviceKind::kCpu, &GemmCpu, false, true});
   registry.Register({"", "Einsum", DeviceKind::kCpu, &EinsumCpu});
 }
 

@@ -1,5 +1,6 @@
 // MatMul with numpy semantics: a 1-D A is promoted to [1, K] and a 1-D B to [K, 1],
-// the added dims are dropped from the output, and batch dims broadcast.
+// the added dims are dropped from the output, and batch dims broadcast. A constant B
+// is kept packed from run to run; a fused activation applies to the output.
 #include <algorithm>
 
 #include "ops/linalg/linalg_kernels.h"
@@ -51,6 +52,8 @@ Status MatMulCpu(KernelContext& context) {
   problem.b_dims.assign(b_shape.begin(), b_shape.end());
   problem.b_strides = DenseStrides(problem.b_dims);
   problem.c_dims.assign(c_shape.begin(), c_shape.end());
+  problem.activation = context.fused_activation();
+  problem.packed_b = dnn::PackedWeightsOf(context, 1);
   return ComputeMatMul(context, problem, *a, *b, y_view, {});
 }
 

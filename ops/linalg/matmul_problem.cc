@@ -5,6 +5,7 @@
 #include <string>
 
 #include "ops/linalg/float_compute.h"
+#include "ops/linalg/fused_activation.h"
 #include "ops/linalg/onednn_utils.h"
 
 namespace onnx_amp {
@@ -27,25 +28,34 @@ dnnl::memory::dims DenseStrides(const dnnl::memory::dims& dims) {
 }
 
 Status RunDnnlMatMul(const MatMulProblem& problem, dt operand_type, const void* a, const void* b, float* c) {
+  return RunDnnlMatMul(problem, operand_type, a, dnn::WeightsSource{[b] { return b; }}, FusedActivation{}, c);
+}
+
+Status RunDnnlMatMul(const MatMulProblem& problem, dt operand_type, const void* a, const dnn::WeightsSource& b,
+                     const FusedActivation& post_op, float* c) {
   const dnnl::memory::desc a_md(problem.a_dims, operand_type, problem.a_strides);
   const dnnl::memory::desc b_md(problem.b_dims, operand_type, problem.b_strides);
   const dnnl::memory::desc c_md(problem.c_dims, dt::f32, DenseStrides(problem.c_dims));
+  const bool packed = b.packed != nullptr;
   const bool need_optimized = operand_type != dt::f32;
-  ONNX_AMP_ASSIGN_OR_RETURN(auto primitive, dnn::CachedPrimitive(ProblemKey(problem, operand_type), [&]() {
+  const std::string key = ProblemKey(problem, operand_type) + ActivationKey(post_op) + (packed ? "/packed" : "");
+  ONNX_AMP_ASSIGN_OR_RETURN(auto primitive, dnn::CachedPrimitive(key, [&]() {
     dnnl::primitive_attr attr;
     dnn::PrepareAttr(attr);
     if (problem.alpha != 1.0f) attr.set_output_scales(0, {problem.alpha});
-    if (problem.accumulate) {
-      dnnl::post_ops ops;
-      ops.append_sum(1.0f);
-      attr.set_post_ops(ops);
-    }
-    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, dnn::CpuEngine());
+    dnnl::post_ops ops;
+    if (problem.accumulate) ops.append_sum(1.0f);
+    AppendActivationPostOp(post_op, ops);
+    attr.set_post_ops(ops);
+    const dnnl::memory::desc weights_md =
+        packed ? dnnl::memory::desc(problem.b_dims, operand_type, dnnl::memory::format_tag::any) : b_md;
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, weights_md, c_md), attr, dnn::CpuEngine());
     if (need_optimized && !dnn::IsOptimized(pd)) return std::optional<dnn::Primitive>();
     return std::optional<dnn::Primitive>(dnn::MakePrimitive<dnnl::matmul>(pd));
   }));
   if (!primitive) return Unsupported("no optimised oneDNN matmul for these operands");
-  return dnn::Execute(*primitive, {{DNNL_ARG_SRC, {a_md, a}}, {DNNL_ARG_WEIGHTS, {b_md, b}}, {DNNL_ARG_DST, {c_md, c}}});
+  ONNX_AMP_ASSIGN_OR_RETURN(const auto weights, dnn::ResolveWeights(*primitive, key, b_md, b));
+  return dnn::Execute(*primitive, {{DNNL_ARG_SRC, {a_md, a}}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, {c_md, c}}});
 }
 
 void ReferenceMatMul(const MatMulProblem& p, const double* a, const double* b, double* c) {
@@ -78,9 +88,10 @@ void ReferenceMatMul(const MatMulProblem& p, const double* a, const double* b, d
   }
 }
 
-Status ComputeMatMul(const KernelContext& context, const MatMulProblem& problem, const Tensor& a,
-                     const Tensor& b, Tensor& out, const std::vector<double>& addend) {
+Status ComputeMatMul(KernelContext& context, const MatMulProblem& problem, const Tensor& a, const Tensor& b,
+                     Tensor& out, const std::vector<double>& addend) {
   const DType dtype = out.dtype();
+  const FusedActivation& activation = problem.activation;
   if (dtype == DType::kFloat64) {
     double* c = out.data<double>();
     if (problem.accumulate) {
@@ -89,12 +100,15 @@ Status ComputeMatMul(const KernelContext& context, const MatMulProblem& problem,
       std::fill(c, c + out.num_elements(), 0.0);
     }
     ReferenceMatMul(problem, a.data<double>(), b.data<double>(), c);
+    ApplyActivation(activation, out, context.threads());
     return Status::Ok();
   }
   if (dtype != DType::kFloat32 && !IsLowPrecision(dtype)) return context.UnsupportedDType(dtype);
   if (out.num_elements() == 0) return Status::Ok();
-  // float32 writes straight into the output; low precision goes through a float32 C
-  // that is rounded once at the end.
+  // float32 writes straight into the output (the activation as a post-op where that is
+  // exact, else in a pass over the output); low precision goes through a float32 C that
+  // is rounded once at the end, and the activation then runs on the rounded values as
+  // the separate node would.
   std::vector<float> c_f32;
   float* c = out.data<float>();
   if (dtype != DType::kFloat32) {
@@ -105,24 +119,42 @@ Status ComputeMatMul(const KernelContext& context, const MatMulProblem& problem,
   // An empty sum (K == 0) leaves the addend (or zeros); oneDNN takes no zero-sized dims.
   if (problem.a_dims.back() == 0) {
     if (!problem.accumulate) std::fill(c, c + out.num_elements(), 0.0f);
-    if (dtype != DType::kFloat32) StoreFromFloat32(c, out);
+    StoreWithActivation(c, out, activation, context.threads());
     return Status::Ok();
   }
+  // Packing pays off for weights: B without batch dims of its own.
+  dnn::PackedWeights* packed = problem.packed_b;
+  for (size_t i = 0; i + 2 < problem.b_dims.size(); ++i) {
+    if (problem.b_dims[i] != 1) packed = nullptr;
+  }
+  const void* b_data = b.raw_data();
+  const dnn::WeightsSource b_source{[b_data] { return b_data; }, packed, b_data};
   Status status = Unsupported("float16 runs on float32 panels");
+  const FusedActivation post_op = ExactPostOp(activation);
   if (dtype == DType::kFloat32) {
-    status = RunDnnlMatMul(problem, dt::f32, a.raw_data(), b.raw_data(), c);
+    status = RunDnnlMatMul(problem, dt::f32, a.raw_data(), b_source, post_op, c);
   } else if (dtype == DType::kBFloat16) {
-    status = RunDnnlMatMul(problem, dt::bf16, a.raw_data(), b.raw_data(), c);
+    status = RunDnnlMatMul(problem, dt::bf16, a.raw_data(), b_source, FusedActivation{}, c);
   }
   if (status.code() == ErrorCode::kUnsupported && dtype != DType::kFloat32) {
-    // Widening to float32 is exact, so this computes the same products.
+    // Widening to float32 is exact, so this computes the same products. Packed B is
+    // widened once, on the run that packs it.
     const std::vector<float> a_f32 = ToFloat32(a);
-    const std::vector<float> b_f32 = ToFloat32(b);
+    std::vector<float> b_f32;
+    dnn::WeightsSource widened = b_source;
+    widened.plain = [&] {
+      b_f32 = ToFloat32(b);
+      return static_cast<const void*>(b_f32.data());
+    };
     if (problem.accumulate) std::copy(addend.begin(), addend.end(), c);
-    status = RunDnnlMatMul(problem, dt::f32, a_f32.data(), b_f32.data(), c);
+    status = RunDnnlMatMul(problem, dt::f32, a_f32.data(), widened, FusedActivation{}, c);
   }
   if (!status.ok()) return context.Error(status.code(), status.message());
-  if (dtype != DType::kFloat32) StoreFromFloat32(c, out);
+  if (dtype != DType::kFloat32) {
+    StoreWithActivation(c, out, activation, context.threads());
+  } else if (post_op.kind == FusedActivationKind::kNone) {
+    ApplyActivation(activation, out, context.threads());
+  }
   return Status::Ok();
 }
 

@@ -10,6 +10,9 @@ namespace {
 // Enough for every distinct GEMM/conv problem of a large model; beyond it the map is
 // cleared rather than grown without bound (shapes that change every call).
 constexpr size_t kMaxCachedPrimitives = 1024;
+// Packed copies of one node's weights (one per input shape seen); beyond it they are
+// dropped and rebuilt on demand.
+constexpr size_t kMaxPackedPerNode = 8;
 
 }  // namespace
 
@@ -79,6 +82,48 @@ Status Execute(const Primitive& primitive,
     return InternalError(std::string("oneDNN execution failed: ") + e.what());
   }
   return Status::Ok();
+}
+
+dnnl::memory PackedWeights::Find(const std::string& key, const void* identity) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = entries_.find(key);
+  return it != entries_.end() && it->second.identity == identity ? it->second.packed : dnnl::memory();
+}
+
+void PackedWeights::Store(const std::string& key, const void* identity, dnnl::memory packed) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (entries_.size() >= kMaxPackedPerNode && !entries_.count(key)) entries_.clear();
+  entries_[key] = Entry{identity, std::move(packed)};
+}
+
+PackedWeights* PackedWeightsOf(KernelContext& context, int index) {
+  if (!context.input_is_constant(index)) return nullptr;
+  std::unique_ptr<KernelState>* state = context.state();
+  if (state == nullptr) return nullptr;
+  if (!*state) *state = std::make_unique<PackedWeights>();
+  // A node's state is only ever made by its own kernel; Conv, Gemm and MatMul make this one.
+  return dynamic_cast<PackedWeights*>(state->get());
+}
+
+Expected<std::pair<dnnl::memory::desc, const void*>> ResolveWeights(const Primitive& primitive, const std::string& key,
+                                                                    const dnnl::memory::desc& plain_md,
+                                                                    const WeightsSource& source) {
+  if (source.packed == nullptr) return std::make_pair(plain_md, source.plain());
+  dnnl::memory packed = source.packed->Find(key, source.identity);
+  if (!packed) {
+    try {
+      const dnnl::engine& engine = CpuEngine();
+      packed = dnnl::memory(primitive.weights_md, engine);
+      dnnl::memory plain(plain_md, engine, const_cast<void*>(source.plain()));
+      dnnl::stream& stream = ThreadStream();
+      dnnl::reorder(plain, packed).execute(stream, plain, packed);
+      stream.wait();
+    } catch (const dnnl::error& e) {
+      return InternalError(std::string("oneDNN cannot reorder the weights for ") + key + ": " + e.what());
+    }
+    source.packed->Store(key, source.identity, packed);
+  }
+  return std::make_pair(primitive.weights_md, static_cast<const void*>(packed.get_data_handle()));
 }
 
 std::string DimsKey(const dnnl::memory::dims& dims) {

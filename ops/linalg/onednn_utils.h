@@ -1,10 +1,12 @@
 // Shared oneDNN plumbing for the MatMul/Gemm/Einsum and Conv kernels: one CPU engine,
 // a stream per thread, a bounded cache of primitives keyed by problem (shape, dtype,
-// attributes) so repeated calls skip primitive creation, and the conversion of
-// oneDNN's exceptions into Status at this boundary.
+// attributes) so repeated calls skip primitive creation, constant weights kept in the
+// primitive's preferred layout per node, and the conversion of oneDNN's exceptions into
+// Status at this boundary.
 #pragma once
 
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -13,6 +15,7 @@
 #include <dnnl.hpp>
 
 #include "runtime/core/status.h"
+#include "runtime/exec/kernel.h"
 
 namespace onnx_amp::dnn {
 
@@ -29,7 +32,45 @@ dnnl::memory::desc PlainDesc(const dnnl::memory::dims& dims, dnnl::memory::data_
 struct Primitive {
   dnnl::primitive primitive;
   size_t scratchpad_bytes = 0;
+  dnnl::memory::desc weights_md;  // the layout the primitive reads its weights in
 };
+
+// One node's constant weights, reordered once per primitive into the layout that
+// primitive prefers (format_tag::any), so later runs skip the reorder (and, for
+// float16, the widening to float32).
+class PackedWeights final : public KernelState {
+ public:
+  // The weights packed for primitive `key` from the tensor data at `identity`; a null
+  // handle when there are none yet.
+  dnnl::memory Find(const std::string& key, const void* identity) const;
+  void Store(const std::string& key, const void* identity, dnnl::memory packed);
+
+ private:
+  struct Entry {
+    const void* identity;
+    dnnl::memory packed;
+  };
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, Entry> entries_;
+};
+
+// The node's packed-weights cache when its input `index` is constant and the caller
+// keeps node state; nullptr otherwise (the weights are then read as they are).
+PackedWeights* PackedWeightsOf(KernelContext& context, int index);
+
+// Where a primitive's weights come from.
+struct WeightsSource {
+  std::function<const void*()> plain;  // row-major, in the operand type; made on demand
+  PackedWeights* packed = nullptr;     // constant weights: build the primitive with
+                                       // format_tag::any weights and reorder them once
+  const void* identity = nullptr;      // the constant tensor's data (other data re-packs)
+};
+
+// The weights argument for `primitive` (cached as `key`): the plain data as is, or
+// the packed copy, reordered from (plain_md, source.plain()) on first use.
+Expected<std::pair<dnnl::memory::desc, const void*>> ResolveWeights(const Primitive& primitive, const std::string& key,
+                                                                    const dnnl::memory::desc& plain_md,
+                                                                    const WeightsSource& source);
 
 // Sets the attributes every cached primitive needs (user scratchpad).
 void PrepareAttr(dnnl::primitive_attr& attr);
@@ -54,7 +95,7 @@ Status Execute(const Primitive& primitive,
 
 template <typename PrimitiveType, typename PrimitiveDesc>
 Primitive MakePrimitive(const PrimitiveDesc& pd) {
-  return Primitive{PrimitiveType(pd), pd.scratchpad_desc().get_size()};
+  return Primitive{PrimitiveType(pd), pd.scratchpad_desc().get_size(), pd.weights_desc()};
 }
 
 // A key fragment for dims ("2x3x4").

@@ -1,6 +1,9 @@
 // The execution plan of one graph (and, nested, of its If/Loop/Scan bodies): nodes in
 // topological order with their kernels, every value mapped to a slot of a frame, and
-// for each node the slots whose last use it is, so their buffers can be reused.
+// for each node the slots whose last use it is, so their buffers can be reused. A Relu,
+// LeakyRelu or Clip that alone reads the output of a Conv/Gemm/MatMul is folded into
+// that step (its kernel applies the activation), unless the value between them must
+// stay observable.
 #pragma once
 
 #include <memory>
@@ -31,6 +34,10 @@ struct PlanStep {
   const onnx::NodeProto* node = nullptr;
   const KernelDef* kernel = nullptr;
   int opset = 0;
+  std::string op_label;         // the op type, or "Conv+Relu" for a fused step
+  FusedActivation activation;   // folded in from the node that read output 0
+  // The kernel's state across runs (prepacked weights); a cache, hence mutable.
+  mutable std::unique_ptr<KernelState> state;
   std::vector<int> inputs;            // slot per node input, -1 for an absent one
   std::vector<int> outputs;           // slot per node output, -1 for an omitted one
   std::vector<bool> outputs_used;     // read by a later step, a body, or the graph's outputs
@@ -57,9 +64,17 @@ struct GraphPlan {
   }
 };
 
+struct PlanOptions {
+  bool fuse_activations = true;
+  // Values of the main graph that must keep their own tensor (captured ones): the
+  // activation that reads such a value is never folded away from it.
+  bool keep_all_values = false;
+  std::vector<std::string> keep_values;
+};
+
 // Builds the plan for `view` and its bodies. Every node without a kernel for `device`
 // is collected first; the error lists all of them (name, op type, domain) at once.
 Expected<std::unique_ptr<GraphPlan>> BuildGraphPlan(const GraphView& view, const KernelRegistry& registry,
-                                                    DeviceKind device);
+                                                    DeviceKind device, const PlanOptions& options = {});
 
 }  // namespace onnx_amp

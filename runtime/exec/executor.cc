@@ -27,6 +27,7 @@ struct RunState {
   MemoryPool pool;
   RunStats stats;
   ThreadPool* threads = nullptr;
+  bool prepack_weights = true;
   const std::vector<bool>* capture_slots = nullptr;  // main graph only
   std::map<std::string, Tensor>* captured = nullptr;
 };
@@ -112,6 +113,14 @@ class NodeContext final : public KernelContext {
 
   ThreadPool& threads() override { return *state_.threads; }
 
+  FusedActivation fused_activation() const override { return step_.activation; }
+  bool input_is_constant(int index) const override {
+    if (index < 0 || index >= num_inputs() || step_.inputs[index] < 0) return false;
+    return frame_.plan.slot_kinds[step_.inputs[index]] == SlotKind::kInitializer;
+  }
+  // Without prepacking the kernels keep nothing from run to run.
+  std::unique_ptr<KernelState>* state() override { return state_.prepack_weights ? &step_.state : nullptr; }
+
   double subgraph_seconds() const { return subgraph_seconds_; }
 
  private:
@@ -162,7 +171,7 @@ Status RunSteps(Frame& frame, RunState& state) {
     NodeContext context(step, frame, state);
     const Clock::time_point start = Clock::now();
     Status status = step.kernel->compute(context);
-    OpTime& time = state.stats.op_times[step.node->op_type()];
+    OpTime& time = state.stats.op_times[step.op_label];
     ++time.calls;
     time.seconds += SecondsSince(start) - context.subgraph_seconds();
     if (!status.ok()) {
@@ -224,9 +233,14 @@ Executor::~Executor() = default;
 Expected<std::unique_ptr<Executor>> Executor::Create(const onnx::ModelProto& model, const ExecutorOptions& options) {
   std::unique_ptr<Executor> executor(new Executor());
   ONNX_AMP_ASSIGN_OR_RETURN(executor->view_, BuildModelView(model));
+  PlanOptions plan_options;
+  plan_options.fuse_activations = options.fuse_activations;
+  plan_options.keep_all_values = options.capture_all;
+  plan_options.keep_values = options.capture;
   ONNX_AMP_ASSIGN_OR_RETURN(executor->plan_,
                             BuildGraphPlan(executor->view_->main_graph(),
-                                           options.kernels ? *options.kernels : CpuKernelRegistry(), DeviceKind::kCpu));
+                                           options.kernels ? *options.kernels : CpuKernelRegistry(), DeviceKind::kCpu,
+                                           plan_options));
   const GraphPlan& plan = *executor->plan_;
   if (!plan.outer_slots.empty()) {
     return InvalidModel("value '" + plan.slot_names[plan.outer_slots.front()] + "' is read but defined nowhere");
@@ -241,6 +255,7 @@ Expected<std::unique_ptr<Executor>> Executor::Create(const onnx::ModelProto& mod
     executor->capture_slots_[slot] = true;
   }
   executor->threads_ = std::make_unique<ThreadPool>(options.num_threads);
+  executor->prepack_weights_ = options.prepack_weights;
   return executor;
 }
 
@@ -257,6 +272,7 @@ Expected<RunResult> Executor::Run(const std::map<std::string, Tensor>& feeds) {
   RunResult result;
   RunState state;
   state.threads = threads_.get();
+  state.prepack_weights = prepack_weights_;
   state.capture_slots = &capture_slots_;
   state.captured = &result.captured;
 

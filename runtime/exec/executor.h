@@ -2,7 +2,9 @@
 // resolved up front, buffer reuse at each tensor's last use) and runs it on named
 // inputs. Every node without a kernel is reported when the executor is created; fed
 // inputs are checked before any node runs. Intermediate tensors of the main graph can
-// be captured by name (validation compares them one by one).
+// be captured by name (validation compares them one by one). A Relu / LeakyRelu / Clip
+// that alone reads a Conv, Gemm or MatMul output runs inside that node's kernel, and
+// constant weights stay in oneDNN's layout between runs; neither changes a number.
 #pragma once
 
 #include <map>
@@ -30,6 +32,11 @@ struct ExecutorOptions {
   int num_threads = 0;             // 0: one per hardware thread
   bool capture_all = false;        // keep every value of the main graph
   std::vector<std::string> capture;  // keep these values of the main graph
+  // Fold a Relu / LeakyRelu / Clip into the Conv, Gemm or MatMul whose output it alone
+  // reads (never across a captured value); the result is bit-identical.
+  bool fuse_activations = true;
+  // Keep constant (initializer) weights in oneDNN's preferred layout from run to run.
+  bool prepack_weights = true;
 };
 
 struct RunResult {
@@ -66,6 +73,7 @@ class Executor {
   std::vector<InputSpec> inputs_;
   std::vector<std::string> output_names_;
   std::vector<bool> capture_slots_;
+  bool prepack_weights_ = true;
 };
 
 }  // namespace onnx_amp

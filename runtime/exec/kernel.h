@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -19,6 +20,23 @@ namespace onnx { class NodeProto; class GraphProto; class TensorProto; class Att
 namespace onnx_amp {
 
 class ThreadPool;
+
+// An activation the execution plan folded into a Conv/Gemm/MatMul node: the node's
+// kernel applies it to its output exactly as the separate node would have.
+enum class FusedActivationKind { kNone, kRelu, kLeakyRelu, kClip };
+
+struct FusedActivation {
+  FusedActivationKind kind = FusedActivationKind::kNone;
+  float alpha = 0.0f;  // LeakyRelu: the slope; Clip: the lower bound
+  float beta = 0.0f;   // Clip: the upper bound
+};
+
+// What a kernel keeps for one node from run to run (constant weights already in a
+// primitive's layout). The executor owns it as long as its plan lives.
+class KernelState {
+ public:
+  virtual ~KernelState() = default;
+};
 
 class KernelContext {
  public:
@@ -49,6 +67,15 @@ class KernelContext {
 
   virtual ThreadPool& threads() = 0;
 
+  // The activation fused into this node (kind kNone when none); set only for kernels
+  // registered with KernelDef::fuses_activation.
+  virtual FusedActivation fused_activation() const { return {}; }
+  // Whether input `index` holds the same values on every run (an initializer), so work
+  // derived from it may be kept in state().
+  virtual bool input_is_constant(int index) const { return false; }
+  // This node's slot for state kept across runs; nullptr where the caller keeps none.
+  virtual std::unique_ptr<KernelState>* state() { return nullptr; }
+
   // Attribute access (ONNX defaults are the caller's to pass).
   const onnx::AttributeProto* attribute(std::string_view name) const;
   bool has_attribute(std::string_view name) const { return attribute(name) != nullptr; }
@@ -75,6 +102,9 @@ struct KernelDef {
   // shape and dies at this node. Safe for kernels that read element i of that input
   // before writing element i of the output (element-wise unary and binary ops).
   bool may_inplace = false;
+  // Applies KernelContext::fused_activation() to output 0, so the plan may fold a Relu,
+  // LeakyRelu or Clip that alone reads that output into this node.
+  bool fuses_activation = false;
 };
 
 }  // namespace onnx_amp

@@ -102,14 +102,25 @@ class RunStats(unittest.TestCase):
             model = Path(folder) / "mlp_u4096.onnx"
             subprocess.run([sys.executable, str(Path(ARGS.models) / "make_mlp.py"), "--units", "4096",
                             "-o", str(model)], check=True, capture_output=True)
-            stdout = run_cli("run", model, "--random", "--dim", "batch=1024", "--stats")
-            match = re.search(r"peak tensor memory: ([0-9.]+) MiB live at once, vs ([0-9.]+) MiB", stdout)
-            self.assertIsNotNone(match, stdout)
-            peak, total = float(match.group(1)), float(match.group(2))
-            # Intermediates: two [1024,4096] float32 activations per hidden layer (Gemm,
-            # Relu) plus the small head: 64 MiB in all; reuse keeps far less live.
+            # Node by node (--no-fuse), the intermediates are two [1024,4096] float32
+            # activations per hidden layer (Gemm, Relu) plus the small head: 64 MiB in all;
+            # buffer reuse keeps only about two of them live at once.
+            peak, total = self.peak_and_total(run_cli("run", model, "--random", "--dim", "batch=1024",
+                                                      "--stats", "--no-fuse"))
             self.assertGreater(total, 60.0)
-            self.assertLess(peak, total)
+            self.assertLess(peak, 0.6 * total)
+            # Fused (the default), each hidden Gemm runs with its Relu as one step, so there
+            # are half as many intermediates and no more live at once.
+            stdout = run_cli("run", model, "--random", "--dim", "batch=1024", "--stats")
+            self.assertRegex(stdout, r"Gemm\+Relu\s+2\s")
+            fused_peak, fused_total = self.peak_and_total(stdout)
+            self.assertLess(fused_total, 0.6 * total)
+            self.assertLessEqual(fused_peak, peak)
+
+    def peak_and_total(self, stdout):
+        match = re.search(r"peak tensor memory: ([0-9.]+) MiB live at once, vs ([0-9.]+) MiB", stdout)
+        self.assertIsNotNone(match, stdout)
+        return float(match.group(1)), float(match.group(2))
 
 
 if __name__ == "__main__":

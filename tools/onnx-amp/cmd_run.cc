@@ -1,5 +1,5 @@
 // `onnx-amp run MODEL [--inputs FILE.npz] [--input NAME=FILE ...] [--random [--seed N]]
-// [--dim NAME=N ...] [-o OUT.npz] [--stats] [--threads N]`: runs a model on the CPU
+// [--dim NAME=N ...] [-o OUT.npz] [--stats] [--threads N] [--no-fuse]`: runs a model on the CPU
 // executor. Inputs come from an .npz (arrays named by input name), from single files
 // (.npy, .pb TensorProto, or an .npz holding an array of that name), or are generated
 // from the declared types and shapes. Outputs go to an .npz named by output name, or are
@@ -36,6 +36,7 @@ struct RunOptions {
   std::string output;
   bool stats = false;
   int threads = 0;
+  bool no_fuse = false;
 };
 
 // Splits "NAME=VALUE" for the flag `flag`.
@@ -184,6 +185,7 @@ Status RunModel(const RunOptions& options) {
   ONNX_AMP_ASSIGN_OR_RETURN(const onnx::ModelProto model, LoadModel(options.model));
   ExecutorOptions executor_options;
   executor_options.num_threads = options.threads;
+  executor_options.fuse_activations = !options.no_fuse;
   Expected<std::unique_ptr<Executor>> executor = Executor::Create(model, executor_options);
   if (!executor.ok()) return executor.status().WithContext(options.model);
   ONNX_AMP_ASSIGN_OR_RETURN(const auto feeds, GatherInputs(options, **executor));
@@ -227,6 +229,8 @@ void AddRunCommand(CLI::App& app, CommandRunner& runner) {
   command->add_option("-o,--output", options->output, "Write the outputs to this .npz, named by output name");
   command->add_flag("--stats", options->stats, "Print time per op type and peak tensor memory");
   command->add_option("--threads", options->threads, "Worker threads (0: one per core)")->check(CLI::NonNegativeNumber);
+  command->add_flag("--no-fuse", options->no_fuse,
+                    "Run each node as its own step (no Conv/Gemm/MatMul + activation fusion)");
   runner.Bind(*command, [options] { return RunModel(*options); });
 }
 
