@@ -13,6 +13,7 @@ void RegisterLinalgCpuKernels(KernelRegistry& registry);         // ops/linalg: 
 void RegisterConvCpuKernels(KernelRegistry& registry);           // ops/conv: Conv, ConvTranspose, pools (oneDNN)
 void RegisterTensorCpuKernels(KernelRegistry& registry);         // ops/tensor: Reshape, Transpose, Slice, Concat, Split, Gather*, Scatter*, Expand, Tile, Pad, Resize, Shape, ...
 void RegisterControlFlowCpuKernels(KernelRegistry& registry);    // ops/controlflow: If, Loop, Scan, Identity, Constant
-void RegisterTrainingCpuKernels(KernelRegistry& registry);       // ops/training: fused gradient ops (domain ai.onnx_amp)
+void RegisterTrainingCpuKernels(KernelRegistry& registry);       // ops/training: fused gradient and optimizer-step ops (domain ai.onnx_amp)
+void RegisterRnnCpuKernels(KernelRegistry& registry);            // ops/rnn: RNN, GRU, LSTM
 
 }  // namespace onnx_amp

@@ -1,5 +1,5 @@
-// Registers the CPU kernels of the fused gradient ops, and the input/output helpers
-// they share.
+// Registers the CPU kernels of the fused gradient and optimizer-step ops, and the
+// input/output helpers the gradient kernels share.
 #include "ops/cpu_kernels.h"
 #include "ops/kernel_registry.h"
 #include "ops/linalg/float_compute.h"
@@ -64,6 +64,12 @@ void RegisterTrainingCpuKernels(KernelRegistry& registry) {
       {"MaxPoolGrad", MaxPoolGradKernel},
       {"AveragePoolGrad", AveragePoolGradKernel},
       {"GatherGrad", GatherGradKernel},
+      {"UnscaleAndCheck", UnscaleAndCheckKernel},
+      {"GlobalNormClip", GlobalNormClipKernel},
+      {"SgdUpdate", SgdUpdateKernel},
+      {"AdamUpdate", AdamUpdateKernel},
+      {"AdamWUpdate", AdamWUpdateKernel},
+      {"RmspropUpdate", RmspropUpdateKernel},
   };
   for (const Entry& entry : kEntries) {
     registry.Register(KernelDef{"ai.onnx_amp", entry.op_type, DeviceKind::kCpu, entry.compute});

@@ -1,6 +1,6 @@
-// ONNX schemas of the fused gradient ops (domain "ai.onnx_amp", version 1), registered
-// with ONNX's OpSchemaRegistry so that the checker and shape inference accept training
-// graphs. Each op's kernel is in ops/training/training_kernels.cc.
+// ONNX schemas of the fused gradient and optimizer-step ops (domain "ai.onnx_amp",
+// version 1), registered with ONNX's OpSchemaRegistry so that the checker and shape
+// inference accept training and update graphs. Kernels: ops/training/training_kernels.h.
 #pragma once
 
 namespace onnx_amp {

@@ -14,12 +14,6 @@ Tensor Int64Array(std::initializer_list<int64_t> values) {
   return tensor;
 }
 
-Tensor FloatArray(const std::vector<float>& values, const Shape& shape) {
-  Tensor tensor = Tensor::Empty(DType::kFloat32, shape);
-  std::memcpy(tensor.raw_data(), values.data(), values.size() * sizeof(float));
-  return tensor;
-}
-
 Expected<const Tensor*> Find(const std::map<std::string, Tensor>& arrays, const std::string& name, DType dtype,
                              int64_t elements, const std::filesystem::path& path) {
   auto it = arrays.find(name);
@@ -47,10 +41,8 @@ Status SaveCheckpoint(const std::filesystem::path& path, Trainer& trainer, const
   const std::vector<NamedTensor>& weights = trainer.weights();
   for (size_t p = 0; p < weights.size(); ++p) {
     arrays.push_back({"weight/" + weights[p].name, weights[p].tensor});
-    for (int k = 0; k < 2; ++k) {
-      const std::vector<float>& slot = trainer.optimizer().slots(k)[p];
-      if (slot.empty()) continue;
-      arrays.push_back({"slot" + std::to_string(k) + "/" + weights[p].name, FloatArray(slot, weights[p].tensor.shape())});
+    for (int k = 0; k < trainer.optimizer().num_slots(); ++k) {
+      arrays.push_back({"slot" + std::to_string(k) + "/" + weights[p].name, trainer.optimizer().slots(k)[p]});
     }
   }
   return WriteNpzFile(path, arrays);
@@ -67,17 +59,15 @@ Status LoadCheckpoint(const std::filesystem::path& path, Trainer& trainer, DataP
   ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* data, Find(arrays, "data.position", DType::kInt64, 4, path));
   std::vector<NamedTensor>& weights = trainer.weights();
   // Check everything before changing anything.
-  std::vector<std::pair<const Tensor*, float*>> copies;
+  std::vector<std::pair<const Tensor*, Tensor*>> copies;
   for (size_t p = 0; p < weights.size(); ++p) {
     const int64_t n = weights[p].tensor.num_elements();
     ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* w, Find(arrays, "weight/" + weights[p].name, DType::kFloat32, n, path));
-    copies.push_back({w, weights[p].tensor.data<float>()});
-    for (int k = 0; k < 2; ++k) {
-      std::vector<float>& slot = trainer.optimizer().slots(k)[p];
-      if (slot.empty()) continue;
+    copies.push_back({w, &weights[p].tensor});
+    for (int k = 0; k < trainer.optimizer().num_slots(); ++k) {
       ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* v,
                                 Find(arrays, "slot" + std::to_string(k) + "/" + weights[p].name, DType::kFloat32, n, path));
-      copies.push_back({v, slot.data()});
+      copies.push_back({v, &trainer.optimizer().slots(k)[p]});
     }
   }
   const int64_t* c = counters->data<int64_t>();
@@ -89,7 +79,8 @@ Status LoadCheckpoint(const std::filesystem::path& path, Trainer& trainer, DataP
   state.skipped_steps = c[3];
   state.consecutive_skips = c[4];
   ONNX_AMP_RETURN_IF_ERROR(trainer.scaler().Restore(state).WithContext(path.string()));
-  for (auto& [from, to] : copies) std::memcpy(to, from->raw_data(), from->bytes());
+  // The read arrays become the state, in the model's shapes (no copy).
+  for (auto& [from, to] : copies) *to = from->Reshaped(to->shape());
   trainer.optimizer().set_step_count(*step->data<int64_t>());
   const int64_t* d = data->data<int64_t>();
   position = {static_cast<uint64_t>(d[0]), d[1], d[2], d[3]};

@@ -2,20 +2,10 @@
 
 #include <cfloat>
 #include <cmath>
-#include <cstring>
+
+#include "runtime/train/gradient_math.h"
 
 namespace onnx_amp {
-namespace {
-
-// Whether a float's exponent field is all ones (inf or NaN); branch-free so the
-// unscale loop vectorises.
-inline bool IsNonFinite(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return (bits & 0x7F800000u) == 0x7F800000u;
-}
-
-}  // namespace
 
 Status LossScalerConfig::Validate() const {
   if (!(initial_scale > 0.0f) || !std::isfinite(initial_scale)) {
@@ -50,10 +40,9 @@ Status LossScaler::Restore(const LossScalerState& state) {
 }
 
 Status LossScaler::Unscale(std::span<const GradientView> gradients) {
-  if (stage_ == Stage::kUnscaled) return InvalidArgument("gradients were already unscaled in this iteration");
   if (gradients.empty()) return InvalidArgument("no gradients to unscale (no inf checks were recorded)");
-  // inv computed in double then rounded once, as PyTorch does; exact for powers of two.
-  const float inv = static_cast<float>(1.0 / static_cast<double>(scale()));
+  ONNX_AMP_RETURN_IF_ERROR(MarkUnscaled());
+  const float inv = InverseLossScale(scale());
   for (const GradientView& gradient : gradients) {
     bool non_finite = false;
     float* values = gradient.values.data();
@@ -68,6 +57,11 @@ Status LossScaler::Unscale(std::span<const GradientView> gradients) {
     }
     if (non_finite) MarkNonFinite(gradient.name);
   }
+  return Status::Ok();
+}
+
+Status LossScaler::MarkUnscaled() {
+  if (stage_ == Stage::kUnscaled) return InvalidArgument("gradients were already unscaled in this iteration");
   stage_ = Stage::kUnscaled;
   return Status::Ok();
 }

@@ -3,7 +3,9 @@
 //   1. the loss is multiplied by scale() in float32 (never cast to float16);
 //   2. backward produces scaled gradients;
 //   3. Unscale() multiplies every gradient by 1/scale in place, exactly once, and
-//      records whether any scaled value was inf/NaN (and the first such tensor);
+//      records whether any scaled value was inf/NaN (and the first such tensor); or the
+//      update graph's UnscaleAndCheck does that, and the caller reports what it found
+//      through MarkNonFinite() and MarkUnscaled();
 //   4. the optimizer steps only if !found_inf() (a skipped step changes nothing);
 //   5. Update() backs off on overflow or grows after growth_interval finite steps.
 // Powers-of-two factors keep unscaling exact.
@@ -73,6 +75,10 @@ class LossScaler {
   Status Unscale(std::span<const GradientView> gradients);
   // Records an inf/NaN found elsewhere (e.g. a non-finite loss) for this iteration.
   void MarkNonFinite(std::string_view where);
+  // Records that the gradients were unscaled and checked outside (the update graph);
+  // their first non-finite tensor goes to MarkNonFinite(). Twice in one iteration, or
+  // after Unscale(), is an error.
+  Status MarkUnscaled();
 
   bool found_inf() const { return found_inf_; }
   // The first tensor (in Unscale order) that held an inf/NaN this iteration.

@@ -1,6 +1,6 @@
-// The optimizer over float32 master weights: one fused pass over every parameter per
-// step (optimizer_math.h per element), its state (slots and step count), and the
-// learning-rate schedules. Defaults follow Keras.
+// The optimizer's configuration and state (slots and step count) over float32 master
+// weights, and the learning-rate schedules. Defaults follow Keras; the per-element
+// update is optimizer_math.h, run by the update ops of the update graph.
 #pragma once
 
 #include <cstdint>
@@ -43,26 +43,34 @@ struct LrSchedule {
 // The learning rate for optimizer step `step` (0-based).
 float ScheduledLearningRate(const LrSchedule& schedule, float base, int64_t step);
 
+// How many slots the optimizer keeps per parameter: SGD with momentum 1 (velocity), plain
+// SGD 0, Adam and AdamW 2 (m, v), RMSprop 1 (v).
+int SlotCount(const OptimizerConfig& config);
+
+// The optimizer's state on float32 master weights. The update itself runs in the update
+// graph (update_graph.h), which takes the slots in and hands new ones back.
 class Optimizer {
  public:
-  // One slot set per parameter, sized by element count.
-  Optimizer(const OptimizerConfig& config, std::span<const int64_t> sizes);
+  // Zero slots shaped like each parameter.
+  Optimizer(const OptimizerConfig& config, std::span<const Shape> shapes);
 
   const OptimizerConfig& config() const { return config_; }
-  int64_t step_count() const { return step_count_; }
-  // Slot 0: SGD velocity, Adam m, RMSprop v; slot 1: Adam v (empty otherwise).
-  std::vector<std::vector<float>>& slots(int k) { return slots_[k]; }
-  const std::vector<std::vector<float>>& slots(int k) const { return slots_[k]; }
-  void set_step_count(int64_t count) { step_count_ = count; }
+  int num_slots() const { return num_slots_; }
+  // Slot k < num_slots() of every parameter, in parameter order (float32, the
+  // parameter's shape). Slot 0: SGD velocity, Adam m, RMSprop v; slot 1: Adam v.
+  std::vector<Tensor>& slots(int k);
+  const std::vector<Tensor>& slots(int k) const;
 
-  // Updates `weights` (float32) from `gradients` (float32, unscaled) at `learning_rate`
-  // and counts the step. Shapes must match the sizes given at construction.
-  void Step(std::span<Tensor> weights, std::span<const Tensor> gradients, float learning_rate);
+  // Updates applied so far (skipped steps do not count).
+  int64_t step_count() const { return step_count_; }
+  void set_step_count(int64_t count) { step_count_ = count; }
+  void CountStep() { ++step_count_; }
 
  private:
   OptimizerConfig config_;
+  int num_slots_;
   int64_t step_count_ = 0;
-  std::vector<std::vector<float>> slots_[2];
+  std::vector<Tensor> slots_[2];
 };
 
 }  // namespace onnx_amp

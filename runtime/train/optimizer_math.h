@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 
 #include "runtime/core/host_device.h"
 
@@ -22,7 +23,8 @@ ONNX_AMP_HD void SgdUpdate(float& weight, float& velocity, float gradient, float
 }
 
 // Adam (Keras): the bias corrections fold into the step size
-//   alpha = lr * sqrt(1 - beta2^t) / (1 - beta1^t), computed once per step by the caller;
+//   alpha = lr * sqrt(1 - beta2^t) / (1 - beta1^t), computed once per step by the caller
+//   (AdamStepSize);
 //   m += (g - m)(1 - beta1); v += (g^2 - v)(1 - beta2); w -= alpha * m / (sqrt(v) + eps).
 // AdamW first decays the weight: w -= lr * weight_decay * w.
 ONNX_AMP_HD void AdamUpdate(float& weight, float& m, float& v, float gradient, float alpha, float beta1, float beta2,
@@ -31,6 +33,13 @@ ONNX_AMP_HD void AdamUpdate(float& weight, float& m, float& v, float gradient, f
   m += (gradient - m) * (1.0f - beta1);
   v += (gradient * gradient - v) * (1.0f - beta2);
   weight -= alpha * m / (sqrtf(v) + epsilon);
+}
+
+// Adam's alpha for update t = step + 1 (`step` updates applied before), in double and
+// rounded once.
+inline float AdamStepSize(float learning_rate, float beta1, float beta2, int64_t step) {
+  const double t = static_cast<double>(step + 1);
+  return static_cast<float>(learning_rate * std::sqrt(1.0 - std::pow(beta2, t)) / (1.0 - std::pow(beta1, t)));
 }
 
 // RMSprop (Keras, no momentum, not centred): v = rho*v + (1-rho)*g^2;

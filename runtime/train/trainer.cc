@@ -1,31 +1,43 @@
 #include "runtime/train/trainer.h"
 
-#include <cmath>
 #include <cstring>
 
 namespace onnx_amp {
 
-std::vector<int64_t> ParameterSizes(const std::vector<NamedTensor>& parameters) {
-  std::vector<int64_t> sizes;
-  for (const NamedTensor& parameter : parameters) sizes.push_back(parameter.tensor.num_elements());
-  return sizes;
+namespace {
+
+std::vector<Shape> ParameterShapes(const std::vector<NamedTensor>& parameters) {
+  std::vector<Shape> shapes;
+  for (const NamedTensor& parameter : parameters) shapes.push_back(parameter.tensor.shape());
+  return shapes;
 }
 
-Trainer::Trainer(TrainingGraph graph, const TrainerConfig& config, std::vector<int64_t> sizes)
-    : graph_(std::move(graph)), config_(config), optimizer_(config.optimizer, sizes), scaler_(config.scaler) {}
+template <typename T>
+Tensor Scalar(T value) {
+  Tensor tensor = Tensor::Empty(DTypeOf<T>::value, {});
+  *tensor.data<T>() = value;
+  return tensor;
+}
+
+}  // namespace
+
+Trainer::Trainer(TrainingGraph graph, UpdateGraph update, const TrainerConfig& config, std::vector<Shape> shapes)
+    : graph_(std::move(graph)),
+      update_(std::move(update)),
+      config_(config),
+      optimizer_(config.optimizer, shapes),
+      scaler_(config.scaler) {}
 
 Expected<std::unique_ptr<Trainer>> Trainer::Create(TrainingGraph graph, const TrainerConfig& config) {
   ONNX_AMP_RETURN_IF_ERROR(config.scaler.Validate());
-  if (!(config.clip_norm >= 0.0f)) return InvalidArgument("--clip-norm must be >= 0");
-  std::vector<int64_t> sizes = ParameterSizes(graph.parameters);
-  std::unique_ptr<Trainer> trainer(new Trainer(std::move(graph), config, std::move(sizes)));
+  ONNX_AMP_ASSIGN_OR_RETURN(UpdateGraph update, BuildUpdateGraph(graph.parameters, config.optimizer, config.clip_norm));
+  std::vector<Shape> shapes = ParameterShapes(graph.parameters);
+  std::unique_ptr<Trainer> trainer(new Trainer(std::move(graph), std::move(update), config, std::move(shapes)));
   ExecutorOptions options;
   options.num_threads = config.num_threads;
   ONNX_AMP_ASSIGN_OR_RETURN(trainer->train_, Executor::Create(trainer->graph_.train_model, options));
   ONNX_AMP_ASSIGN_OR_RETURN(trainer->eval_, Executor::Create(trainer->graph_.eval_model, options));
-  for (const NamedTensor& parameter : trainer->graph_.parameters) {
-    trainer->gradients_.push_back(Tensor::Zeros(DType::kFloat32, parameter.tensor.shape()));
-  }
+  ONNX_AMP_ASSIGN_OR_RETURN(trainer->update_executor_, Executor::Create(trainer->update_.model, options));
   return trainer;
 }
 
@@ -41,62 +53,85 @@ Expected<StepResult> Trainer::Step(std::span<const Batch> micro_batches) {
   ONNX_AMP_ASSERT(!micro_batches.empty(), "a training step needs a batch");
   StepResult result;
   result.scale = scaler_.scale();
-  Tensor seed = Tensor::Empty(DType::kFloat32, {});
-  *seed.data<float>() = result.scale;
-  for (Tensor& gradient : gradients_) std::memset(gradient.raw_data(), 0, gradient.bytes());
+  const Tensor seed = Scalar(result.scale);
+  const std::vector<NamedTensor>& parameters = graph_.parameters;
+  const bool accumulate = micro_batches.size() > 1;
+  if (accumulate && sums_.empty()) {
+    for (const NamedTensor& parameter : parameters) {
+      sums_.push_back(Tensor::Zeros(DType::kFloat32, parameter.tensor.shape()));
+    }
+  } else if (accumulate) {
+    for (Tensor& sum : sums_) std::memset(sum.raw_data(), 0, sum.bytes());
+  }
 
+  std::vector<Tensor> gradients;
   double loss_sum = 0.0;
   for (const Batch& batch : micro_batches) {
     std::map<std::string, Tensor> feeds = Feeds(batch);
     feeds[graph_.seed_input] = seed;
     ONNX_AMP_ASSIGN_OR_RETURN(RunResult run, train_->Run(feeds));
-    ONNX_AMP_ASSERT(run.outputs.size() == gradients_.size() + 1, "training graph outputs: loss, then gradients");
+    ONNX_AMP_ASSERT(run.outputs.size() == parameters.size() + 1, "training graph outputs: loss, then gradients");
     loss_sum += *run.outputs[0].tensor.data<float>();
-    for (size_t p = 0; p < gradients_.size(); ++p) {
+    for (size_t p = 0; p < parameters.size(); ++p) {
       const Tensor& produced = run.outputs[p + 1].tensor;
-      if (produced.dtype() != DType::kFloat32 || produced.num_elements() != gradients_[p].num_elements()) {
+      if (produced.dtype() != DType::kFloat32 || produced.num_elements() != parameters[p].tensor.num_elements()) {
         return InternalError("gradient '" + run.outputs[p + 1].name + "' is not float32 of its parameter's shape");
       }
-      float* sum = gradients_[p].data<float>();
+      if (!accumulate) {
+        gradients.push_back(produced.Reshaped(parameters[p].tensor.shape()));
+        continue;
+      }
+      float* sum = sums_[p].data<float>();
       const float* add = produced.data<float>();
       for (int64_t i = 0; i < produced.num_elements(); ++i) sum[i] += add[i];
     }
   }
-  const float micro_count = static_cast<float>(micro_batches.size());
-  result.loss = static_cast<float>(loss_sum / micro_count);
-
-  std::vector<GradientView> views;
-  for (size_t p = 0; p < gradients_.size(); ++p) {
-    views.push_back({graph_.parameters[p].name,
-                     std::span<float>(gradients_[p].data<float>(), gradients_[p].num_elements())});
-  }
-  ONNX_AMP_RETURN_IF_ERROR(scaler_.Unscale(views));
-  // After Unscale: the scaler takes a non-finite loss as this iteration's overflow too.
-  if (!std::isfinite(result.loss)) scaler_.MarkNonFinite(graph_.loss_output);
-  result.skipped = scaler_.found_inf();
-  result.first_non_finite = scaler_.first_non_finite();
-  if (!result.skipped) {
-    double factor = 1.0 / micro_count;  // the mean over micro-batches
-    if (config_.clip_norm > 0.0f) {
-      double squares = 0.0;
-      for (const GradientView& view : views) {
-        for (float g : view.values) squares += static_cast<double>(g) * g;
-      }
-      const double norm = std::sqrt(squares) * factor;
-      if (norm > config_.clip_norm) factor *= config_.clip_norm / norm;
-    }
-    if (factor != 1.0) {
-      for (const GradientView& view : views) {
-        for (float& g : view.values) g = static_cast<float>(g * factor);
-      }
-    }
-    std::vector<Tensor> weights;
-    for (NamedTensor& parameter : graph_.parameters) weights.push_back(parameter.tensor);
-    const float lr = ScheduledLearningRate(config_.schedule, config_.optimizer.learning_rate, optimizer_.step_count());
-    optimizer_.Step(weights, gradients_, lr);
-  }
+  if (accumulate) gradients = sums_;
+  const int64_t micro_count = static_cast<int64_t>(micro_batches.size());
+  result.loss = static_cast<float>(loss_sum / static_cast<double>(micro_count));
+  ONNX_AMP_RETURN_IF_ERROR(Update(std::move(gradients), micro_count, result));
   ONNX_AMP_RETURN_IF_ERROR(scaler_.Update());
   return result;
+}
+
+Status Trainer::Update(std::vector<Tensor> gradients, int64_t micro_batches, StepResult& result) {
+  std::vector<NamedTensor>& parameters = graph_.parameters;
+  const int num_slots = optimizer_.num_slots();
+  std::map<std::string, Tensor> feeds;
+  feeds[kUpdateScale] = Scalar(result.scale);
+  feeds[kUpdateMicroBatches] = Scalar(micro_batches);
+  feeds[kUpdateLoss] = Scalar(result.loss);
+  feeds[kUpdateLearningRate] =
+      Scalar(ScheduledLearningRate(config_.schedule, config_.optimizer.learning_rate, optimizer_.step_count()));
+  feeds[kUpdateStep] = Scalar(optimizer_.step_count());
+  for (size_t p = 0; p < parameters.size(); ++p) {
+    feeds[update_.gradient_inputs[p]] = std::move(gradients[p]);
+    feeds[parameters[p].name] = parameters[p].tensor;
+    for (int k = 0; k < num_slots; ++k) feeds[update_.slot_inputs[k][p]] = optimizer_.slots(k)[p];
+  }
+  ONNX_AMP_ASSIGN_OR_RETURN(RunResult run, update_executor_->Run(feeds));
+  ONNX_AMP_ASSERT(run.outputs.size() == 2 + parameters.size() * (1 + num_slots),
+                  "update graph outputs: skip, first non-finite, then each parameter's weight and slots");
+  const bool skip = *run.outputs[0].tensor.data<bool>();
+  const int64_t first = *run.outputs[1].tensor.data<int64_t>();
+  ONNX_AMP_ASSERT(first < static_cast<int64_t>(parameters.size()), "first non-finite gradient index out of range");
+  // The first non-finite gradient names the overflow; a non-finite loss only without one.
+  if (first >= 0) {
+    scaler_.MarkNonFinite(parameters[first].name);
+  } else if (skip) {
+    scaler_.MarkNonFinite(graph_.loss_output);
+  }
+  ONNX_AMP_RETURN_IF_ERROR(scaler_.MarkUnscaled());
+  result.skipped = skip;
+  result.first_non_finite = scaler_.first_non_finite();
+  if (skip) return Status::Ok();  // the old weights and slots stay, bit for bit
+  size_t out = 2;
+  for (size_t p = 0; p < parameters.size(); ++p) {
+    parameters[p].tensor = std::move(run.outputs[out++].tensor);
+    for (int k = 0; k < num_slots; ++k) optimizer_.slots(k)[p] = std::move(run.outputs[out++].tensor);
+  }
+  optimizer_.CountStep();
+  return Status::Ok();
 }
 
 Status Trainer::Evaluate(const Batch& batch, EvalResult& result) {

@@ -1,9 +1,21 @@
-// One training step on the CPU executor: forward + float32 loss + backward seeded with
-// the loss scale (over one or more micro-batches, scale constant, gradients summed),
-// then unscale-and-check once, optional clipping by global norm (after unscaling, not on
-// a skipped step), the optimizer on the float32 master weights unless a gradient or the
-// loss was inf/NaN (a skipped step changes no weight, slot or step count), and the
-// scaler update.
+// One training step, as two graphs run by the same CPU executor:
+//   1. the training graph (forward + float32 loss + backward seeded with the loss scale),
+//      once per micro-batch; the float32 gradients are summed over micro-batches (one
+//      micro-batch: its gradients are used as they come, no copy);
+//   2. the update graph (update_graph.h): unscale-and-check once, the mean over
+//      micro-batches and optional clipping by global norm (after unscaling), and the
+//      optimizer's update op per parameter, skipped when a gradient or the loss was
+//      inf/NaN. It takes the master weights and slots in and hands the new ones back;
+//      the trainer keeps those tensors (no copy), and a skipped step keeps the old ones,
+//      so weights, slots and the step count stay bit-identical.
+// The loss scaler's state machine stays here, fed by the update graph's skip flag and
+// first non-finite gradient.
+//
+// Why two graphs even for one micro-batch: the update must see the sum over every
+// micro-batch, unscaled once, so it cannot sit inside the per-micro-batch graph; one
+// design for both cases keeps a single path, and feeding one graph's outputs to the
+// other costs no copy. The training graph also stays a plain gradient graph that
+// `onnx-amp run` can check against a reference.
 #pragma once
 
 #include <memory>
@@ -17,6 +29,7 @@
 #include "runtime/train/loss_scaler.h"
 #include "runtime/train/optimizer.h"
 #include "runtime/train/training_graph.h"
+#include "runtime/train/update_graph.h"
 
 namespace onnx_amp {
 
@@ -56,24 +69,26 @@ class Trainer {
   Status Evaluate(const Batch& batch, EvalResult& result);
 
   const TrainingGraph& graph() const { return graph_; }
+  const onnx::ModelProto& update_model() const { return update_.model; }
   std::vector<NamedTensor>& weights() { return graph_.parameters; }
   Optimizer& optimizer() { return optimizer_; }
   LossScaler& scaler() { return scaler_; }
 
  private:
-  Trainer(TrainingGraph graph, const TrainerConfig& config, std::vector<int64_t> sizes);
+  Trainer(TrainingGraph graph, UpdateGraph update, const TrainerConfig& config, std::vector<Shape> shapes);
   std::map<std::string, Tensor> Feeds(const Batch& batch) const;
+  // Runs the update graph on the step's summed gradients and takes its results.
+  Status Update(std::vector<Tensor> gradients, int64_t micro_batches, StepResult& result);
 
   TrainingGraph graph_;
+  UpdateGraph update_;
   TrainerConfig config_;
   Optimizer optimizer_;
   LossScaler scaler_;
   std::unique_ptr<Executor> train_;
   std::unique_ptr<Executor> eval_;
-  std::vector<Tensor> gradients_;  // float32, summed over micro-batches
+  std::unique_ptr<Executor> update_executor_;
+  std::vector<Tensor> sums_;  // float32 gradient sums, used when a step has several micro-batches
 };
-
-// Sizes of the parameters, in order.
-std::vector<int64_t> ParameterSizes(const std::vector<NamedTensor>& parameters);
 
 }  // namespace onnx_amp

@@ -47,12 +47,29 @@ void DropFinalSoftmax(onnx::GraphProto& graph) {
   }
 }
 
-// Moves every float32 initializer to a graph input (fed from the master weights).
+// Initializers read only as BatchNormalization's running mean and variance (inputs 3
+// and 4): statistics, not weights. They get no gradient, so lifting them would only let
+// weight decay shrink them.
+std::set<std::string> RunningStatistics(const onnx::GraphProto& graph) {
+  std::set<std::string> statistics, other_reads;
+  for (const onnx::NodeProto& node : graph.node()) {
+    const bool batch_norm = node.op_type() == "BatchNormalization" && (node.domain().empty() || node.domain() == "ai.onnx");
+    for (int i = 0; i < node.input_size(); ++i) {
+      (batch_norm && (i == 3 || i == 4) ? statistics : other_reads).insert(node.input(i));
+    }
+  }
+  std::erase_if(statistics, [&](const std::string& name) { return other_reads.count(name) > 0; });
+  return statistics;
+}
+
+// Moves every float32 initializer but running statistics to a graph input (fed from the
+// master weights).
 Expected<std::vector<NamedTensor>> LiftParameters(onnx::GraphProto& graph) {
+  const std::set<std::string> statistics = RunningStatistics(graph);
   std::vector<NamedTensor> parameters;
   google::protobuf::RepeatedPtrField<onnx::TensorProto> kept;
   for (onnx::TensorProto& init : *graph.mutable_initializer()) {
-    if (init.data_type() != onnx::TensorProto::FLOAT) {
+    if (init.data_type() != onnx::TensorProto::FLOAT || statistics.count(init.name()) > 0) {
       *kept.Add() = std::move(init);
       continue;
     }

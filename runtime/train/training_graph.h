@@ -1,9 +1,10 @@
 // Builds the graphs a training run executes from a float32 inference model:
 //   eval:  the forward graph (mixed when the policy says so) plus a float32 loss;
 //   train: eval plus its backward graph (BuildGradientModel), seeded with the loss scale.
-// Parameters (every float32 initializer) become float32 graph inputs fed from the master
-// weights each step; the converter then puts Cast(to=low) in front of low consumers, so
-// Cast's gradient rule hands back float32 gradients.
+// Parameters (every float32 initializer but BatchNormalization running statistics) become
+// float32 graph inputs fed from the master weights each step; the converter then puts
+// Cast(to=low) in front of low consumers, so Cast's gradient rule hands back float32
+// gradients.
 #pragma once
 
 #include <string>

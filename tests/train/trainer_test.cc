@@ -1,6 +1,8 @@
 // The training step against hand-checkable invariants: a skipped step changes nothing,
 // micro-batch accumulation equals one large batch, a checkpoint round trip continues the
-// same trajectory, and the schedules' closed forms.
+// same trajectory, a step (training graph + update graph) equals the same step done by
+// hand with optimizer_math.h, bit for bit, BatchNormalization statistics are not trained,
+// and the schedules' closed forms.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,16 +11,20 @@
 #include <limits>
 #include <numbers>
 #include <random>
+#include <set>
 
 #include "runtime/onnx/model_io.h"
 #include "runtime/train/checkpoint.h"
+#include "runtime/train/gradient_math.h"
+#include "runtime/train/optimizer_math.h"
 #include "runtime/train/trainer.h"
 #include "runtime/train/training_graph.h"
 
 namespace onnx_amp {
 namespace {
 
-std::unique_ptr<Trainer> MakeTrainer(OptimizerKind kind, PolicyKind policy = PolicyKind::kFloat32) {
+std::unique_ptr<Trainer> MakeTrainer(OptimizerKind kind, PolicyKind policy = PolicyKind::kFloat32,
+                                     float clip_norm = 0.0f) {
   Expected<onnx::ModelProto> model = LoadModel(std::string(ONNX_AMP_MODELS_DIR) + "/mlp_u64.onnx");
   EXPECT_TRUE(model.ok()) << model.status().message();
   TrainingGraphOptions options;
@@ -30,6 +36,7 @@ std::unique_ptr<Trainer> MakeTrainer(OptimizerKind kind, PolicyKind policy = Pol
   config.optimizer.momentum = 0.9f;
   config.optimizer.learning_rate = kind == OptimizerKind::kSgd ? 0.01f : 0.001f;
   config.scaler.enabled = policy == PolicyKind::kMixedFloat16;
+  config.clip_norm = clip_norm;
   config.num_threads = 1;
   Expected<std::unique_ptr<Trainer>> trainer = Trainer::Create(std::move(*graph), config);
   EXPECT_TRUE(trainer.ok()) << trainer.status().message();
@@ -58,8 +65,10 @@ std::vector<std::vector<float>> Snapshot(Trainer& trainer) {
   for (const NamedTensor& w : trainer.weights()) {
     values.emplace_back(w.tensor.data<float>(), w.tensor.data<float>() + w.tensor.num_elements());
   }
-  for (int k = 0; k < 2; ++k) {
-    for (const std::vector<float>& slot : trainer.optimizer().slots(k)) values.push_back(slot);
+  for (int k = 0; k < trainer.optimizer().num_slots(); ++k) {
+    for (const Tensor& slot : trainer.optimizer().slots(k)) {
+      values.emplace_back(slot.data<float>(), slot.data<float>() + slot.num_elements());
+    }
   }
   return values;
 }
@@ -154,6 +163,158 @@ TEST(Trainer, CheckpointRoundTripContinuesBitIdentically) {
   ASSERT_TRUE(b->Step(second).ok());
   EXPECT_TRUE(BitIdentical(Snapshot(*a), Snapshot(*b)));
   std::filesystem::remove(path);
+}
+
+// The step by hand: the training graph run on its own for each micro-batch, the sums,
+// the mean and clip factor of gradient_math.h, and optimizer_math.h per element.
+class ReferenceStep {
+ public:
+  explicit ReferenceStep(Trainer& trainer, float clip_norm = 0.0f) : trainer_(trainer), clip_norm_(clip_norm) {
+    for (const NamedTensor& w : trainer.weights()) {
+      weights_.emplace_back(w.tensor.data<float>(), w.tensor.data<float>() + w.tensor.num_elements());
+      slots_[0].emplace_back(weights_.back().size(), 0.0f);
+      slots_[1].emplace_back(weights_.back().size(), 0.0f);
+    }
+    ExecutorOptions options;
+    options.num_threads = 1;
+    Expected<std::unique_ptr<Executor>> executor = Executor::Create(trainer.graph().train_model, options);
+    EXPECT_TRUE(executor.ok()) << executor.status().message();
+    executor_ = std::move(*executor);
+  }
+
+  // Returns the clip factor applied.
+  double Step(std::span<const Batch> micro_batches) {
+    const TrainingGraph& graph = trainer_.graph();
+    std::vector<std::vector<float>> sums;
+    for (const std::vector<float>& w : weights_) sums.emplace_back(w.size(), 0.0f);
+    for (const Batch& batch : micro_batches) {
+      std::map<std::string, Tensor> feeds = {{graph.data_input, batch.data}, {graph.target_input, batch.target}};
+      Tensor seed = Tensor::Empty(DType::kFloat32, {});
+      *seed.data<float>() = 1.0f;  // float32 training: no loss scale
+      feeds[graph.seed_input] = seed;
+      for (size_t p = 0; p < weights_.size(); ++p) {
+        Tensor w = Tensor::Empty(DType::kFloat32, graph.parameters[p].tensor.shape());
+        std::memcpy(w.raw_data(), weights_[p].data(), w.bytes());
+        feeds[graph.parameters[p].name] = w;
+      }
+      Expected<RunResult> run = executor_->Run(feeds);
+      EXPECT_TRUE(run.ok()) << run.status().message();
+      for (size_t p = 0; p < weights_.size(); ++p) {
+        for (size_t i = 0; i < sums[p].size(); ++i) sums[p][i] += run->outputs[p + 1].tensor.data<float>()[i];
+      }
+    }
+    double squares = 0.0;
+    for (const std::vector<float>& sum : sums) {
+      for (float g : sum) squares += static_cast<double>(g) * g;
+    }
+    const OptimizerConfig& c = trainer_.optimizer().config();
+    const double factor = MeanClipFactor(squares, static_cast<int64_t>(micro_batches.size()), clip_norm_);
+    const float alpha = AdamStepSize(c.learning_rate, c.beta1, c.beta2, step_);
+    for (size_t p = 0; p < weights_.size(); ++p) {
+      for (size_t i = 0; i < weights_[p].size(); ++i) {
+        const float g = factor == 1.0 ? sums[p][i] : static_cast<float>(sums[p][i] * factor);
+        float& w = weights_[p][i];
+        switch (c.kind) {
+          case OptimizerKind::kSgd:
+            SgdUpdate(w, slots_[0][p][i], g, c.learning_rate, c.momentum, c.nesterov);
+            break;
+          case OptimizerKind::kAdam:
+          case OptimizerKind::kAdamW:
+            AdamUpdate(w, slots_[0][p][i], slots_[1][p][i], g, alpha, c.beta1, c.beta2, c.epsilon,
+                       c.kind == OptimizerKind::kAdamW ? c.learning_rate * c.weight_decay : 0.0f);
+            break;
+          case OptimizerKind::kRmsprop:
+            RmspropUpdate(w, slots_[0][p][i], g, c.learning_rate, c.rho, c.epsilon);
+            break;
+        }
+      }
+    }
+    ++step_;
+    return factor;
+  }
+
+  // Weights, then the slots the trainer keeps, as Snapshot() lists them.
+  std::vector<std::vector<float>> Snapshot() const {
+    std::vector<std::vector<float>> values = weights_;
+    for (int k = 0; k < trainer_.optimizer().num_slots(); ++k) {
+      values.insert(values.end(), slots_[k].begin(), slots_[k].end());
+    }
+    return values;
+  }
+
+ private:
+  Trainer& trainer_;
+  float clip_norm_;
+  std::unique_ptr<Executor> executor_;
+  std::vector<std::vector<float>> weights_;
+  std::vector<std::vector<float>> slots_[2];
+  int64_t step_ = 0;
+};
+
+TEST(Trainer, AccumulatedClippedSgdStepEqualsTheStepByHand) {
+  const float clip_norm = 1e-3f;
+  std::unique_ptr<Trainer> trainer = MakeTrainer(OptimizerKind::kSgd, PolicyKind::kFloat32, clip_norm);
+  ReferenceStep reference(*trainer, clip_norm);
+  const Batch halves[] = {RandomBatch(16, 8, 0, 8), RandomBatch(16, 8, 8, 8)};
+  for (int step = 0; step < 2; ++step) {
+    EXPECT_LT(reference.Step(halves), 0.5);  // the mean and the clip both act
+    Expected<StepResult> result = trainer->Step(halves);
+    ASSERT_TRUE(result.ok()) << result.status().message();
+    EXPECT_FALSE(result->skipped);
+    EXPECT_TRUE(BitIdentical(reference.Snapshot(), Snapshot(*trainer))) << "step " << step;
+  }
+}
+
+TEST(Trainer, AdamAndRmspropStepsEqualTheStepsByHand) {
+  for (OptimizerKind kind : {OptimizerKind::kAdam, OptimizerKind::kAdamW, OptimizerKind::kRmsprop}) {
+    std::unique_ptr<Trainer> trainer = MakeTrainer(kind);
+    ReferenceStep reference(*trainer);
+    for (int step = 0; step < 3; ++step) {
+      const Batch batch[] = {RandomBatch(8, 9 + step)};
+      EXPECT_EQ(reference.Step(batch), 1.0);
+      Expected<StepResult> result = trainer->Step(batch);
+      ASSERT_TRUE(result.ok()) << result.status().message();
+      EXPECT_TRUE(BitIdentical(reference.Snapshot(), Snapshot(*trainer))) << "step " << step;
+    }
+    EXPECT_EQ(trainer->optimizer().step_count(), 3);
+  }
+}
+
+// The trainer's protocol with the scaler when the update graph unscales: the first
+// non-finite tensor through MarkNonFinite, then MarkUnscaled once per iteration.
+TEST(Trainer, ScalerTakesTheUpdateGraphsFindings) {
+  LossScalerConfig config;
+  LossScaler scaler(config);
+  scaler.MarkNonFinite("dense1.kernel");
+  scaler.MarkNonFinite("training.loss");
+  ASSERT_TRUE(scaler.MarkUnscaled().ok());
+  EXPECT_EQ(scaler.MarkUnscaled().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(scaler.first_non_finite(), "dense1.kernel");
+  ASSERT_TRUE(scaler.Update().ok());
+  EXPECT_EQ(scaler.scale(), config.initial_scale * config.backoff_factor);
+  EXPECT_EQ(scaler.state().skipped_steps, 1);
+  // The next iteration starts afresh.
+  ASSERT_TRUE(scaler.MarkUnscaled().ok());
+  ASSERT_TRUE(scaler.Update().ok());
+  EXPECT_EQ(scaler.state().consecutive_skips, 0);
+}
+
+TEST(TrainingGraph, BatchNormRunningStatisticsAreNotParameters) {
+  Expected<onnx::ModelProto> model = LoadModel(std::string(ONNX_AMP_MODELS_DIR) + "/cnn.onnx");
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  std::set<std::string> statistics, weights;
+  for (const onnx::NodeProto& node : model->graph().node()) {
+    if (node.op_type() != "BatchNormalization") continue;
+    statistics.insert({node.input(3), node.input(4)});
+    weights.insert({node.input(1), node.input(2)});
+  }
+  ASSERT_FALSE(statistics.empty());
+  Expected<TrainingGraph> graph = BuildTrainingGraph(*model, {});
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  std::set<std::string> parameters;
+  for (const NamedTensor& parameter : graph->parameters) parameters.insert(parameter.name);
+  for (const std::string& name : statistics) EXPECT_EQ(parameters.count(name), 0u) << name;
+  for (const std::string& name : weights) EXPECT_EQ(parameters.count(name), 1u) << name;
 }
 
 TEST(LrSchedule, ClosedForms) {

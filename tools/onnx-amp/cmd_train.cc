@@ -1,5 +1,6 @@
 // `onnx-amp train MODEL --data PATH [...]`: trains a float32 model on the CPU executor
-// with float32 master weights, optionally under a mixed policy with loss scaling.
+// with float32 master weights, optionally under a mixed policy with loss scaling; each
+// step runs the training graph per micro-batch, then the update graph (trainer.h).
 // Progress goes to stderr, a summary per epoch to stdout, one JSON line per step to
 // --metrics; checkpoints are written atomically and --resume continues bit-identically.
 #include <unistd.h>
@@ -97,6 +98,15 @@ Expected<std::pair<Shape, int64_t>> SampleShape(const TrainingGraph& graph) {
   return std::make_pair(shape, classes);
 }
 
+// Where --save-training-graph FILE puts the update graph: FILE.update.onnx, with FILE's
+// .onnx extension dropped first.
+std::filesystem::path UpdateGraphPath(const std::filesystem::path& path) {
+  std::filesystem::path update = path;
+  if (update.extension() == ".onnx") update.replace_extension();
+  update += ".update.onnx";
+  return update;
+}
+
 Status ExportModel(const onnx::ModelProto& original, Trainer& trainer, const std::string& path,
                    const std::string& policy_name) {
   onnx::ModelProto model = original;
@@ -162,9 +172,6 @@ Status Train(const TrainOptions& options) {
   ONNX_AMP_ASSIGN_OR_RETURN(graph_options.loss, ParseLossKind(options.loss));
   Expected<TrainingGraph> graph = BuildTrainingGraph(model, graph_options);
   if (!graph.ok()) return graph.status().WithContext(options.model);
-  if (!options.save_training_graph.empty()) {
-    ONNX_AMP_RETURN_IF_ERROR(SaveModel(graph->train_model, options.save_training_graph));
-  }
   ONNX_AMP_ASSIGN_OR_RETURN(auto shape_and_classes, SampleShape(*graph));
   const auto& [sample, classes] = shape_and_classes;
 
@@ -185,6 +192,10 @@ Status Train(const TrainOptions& options) {
   const int64_t total_steps = options.max_steps > 0 ? options.max_steps : options.epochs * steps_per_epoch;
   config.schedule.total_steps = total_steps;
   ONNX_AMP_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(std::move(*graph), config));
+  if (!options.save_training_graph.empty()) {
+    ONNX_AMP_RETURN_IF_ERROR(SaveModel(trainer->graph().train_model, options.save_training_graph));
+    ONNX_AMP_RETURN_IF_ERROR(SaveModel(trainer->update_model(), UpdateGraphPath(options.save_training_graph)));
+  }
 
   DataPosition position;
   position.seed = options.seed;
@@ -306,7 +317,10 @@ void AddTrainCommand(CLI::App& app, CommandRunner& runner) {
   command->add_option("--max-consecutive-skips", o->max_consecutive_skips, "Stop after this many skipped steps in a row");
   command->add_option("--train-limit", o->train_limit, "Use only the first N training samples");
   command->add_option("--eval-limit", o->eval_limit, "Use only the first N evaluation samples");
-  command->add_option("--save-training-graph", o->save_training_graph, "Write the training graph (ONNX) here");
+  command->add_option("--save-training-graph", o->save_training_graph,
+                      "Write the step's two graphs: FILE (forward + loss + backward, run per micro-batch) and "
+                      "FILE.update.onnx next to it, FILE's .onnx dropped (unscale-and-check, clipping, optimizer "
+                      "update)");
   command->add_option("--threads", o->threads, "Worker threads (0: one per core)")->check(CLI::NonNegativeNumber);
   runner.Bind(*command, [o] { return Train(*o); });
 }

@@ -1,0 +1,268 @@
+// The fused ops of one optimizer step on float32 master weights: UnscaleAndCheck,
+// GlobalNormClip, and one update op per optimizer. Their arithmetic is
+// runtime/train/gradient_math.h and optimizer_math.h, shared with the loss scaler and the
+// CUDA kernels. Elements are independent (the clip norm is summed serially in parameter
+// order), so splitting the work over threads leaves every bit unchanged. A set skip
+// flag hands the weight and slots back as they came (the same buffers): a skipped step
+// is bit-identical by construction.
+#include <atomic>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "ops/training/training_kernels.h"
+#include "runtime/exec/thread_pool.h"
+#include "runtime/train/gradient_math.h"
+#include "runtime/train/optimizer_math.h"
+
+namespace onnx_amp {
+namespace {
+
+// Elements per chunk handed to a worker: large enough to pay for the hand-off.
+constexpr int64_t kGrain = 1 << 15;
+
+Expected<const Tensor*> Float32Input(const KernelContext& context, int index, const std::string& what) {
+  const Tensor* tensor = context.input(index);
+  if (tensor == nullptr || tensor->dtype() != DType::kFloat32) {
+    return context.Error(ErrorCode::kInvalidModel,
+                         what + " (input " + std::to_string(index) + ") must be a float32 tensor");
+  }
+  return tensor;
+}
+
+template <typename T>
+Expected<T> ScalarInput(const KernelContext& context, int index, const std::string& what) {
+  const Tensor* tensor = context.input(index);
+  constexpr DType kDType = DTypeOf<T>::value;
+  if (tensor == nullptr || tensor->dtype() != kDType || tensor->num_elements() != 1) {
+    return context.Error(ErrorCode::kInvalidModel, what + " (input " + std::to_string(index) + ") must be a " +
+                                                       std::string(DTypeName(kDType)) + " scalar");
+  }
+  return *tensor->data<T>();
+}
+
+template <typename T>
+Status WriteScalar(KernelContext& context, int index, T value) {
+  ONNX_AMP_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(index, DTypeOf<T>::value, {}));
+  *out->data<T>() = value;
+  return Status::Ok();
+}
+
+// Inputs `first`.. of a variadic op: float32 tensors.
+Expected<std::vector<const Tensor*>> VariadicFloat32(const KernelContext& context, int first) {
+  std::vector<const Tensor*> tensors;
+  for (int k = first; k < context.num_inputs(); ++k) {
+    ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* tensor, Float32Input(context, k, "gradient " + std::to_string(k - first)));
+    tensors.push_back(tensor);
+  }
+  if (tensors.empty()) return context.Error(ErrorCode::kInvalidModel, "needs at least one gradient");
+  return tensors;
+}
+
+// The tensors of one update op: weight, gradient and up to two slots (nullptr when the
+// optimizer keeps fewer), all float32 of the weight's shape.
+struct UpdateTensors {
+  const Tensor* weight = nullptr;
+  const Tensor* gradient = nullptr;
+  const Tensor* slots[2] = {nullptr, nullptr};
+};
+
+// Reads weight (input 0), gradient (1) and slots (inputs 2..2+num_slots); a slot may be
+// absent only where `slot_optional` (plain SGD's velocity).
+Expected<UpdateTensors> ReadUpdateTensors(const KernelContext& context, int num_slots, bool slot_optional) {
+  UpdateTensors tensors;
+  ONNX_AMP_ASSIGN_OR_RETURN(tensors.weight, Float32Input(context, 0, "weight"));
+  ONNX_AMP_ASSIGN_OR_RETURN(tensors.gradient, Float32Input(context, 1, "gradient"));
+  if (tensors.gradient->shape() != tensors.weight->shape()) {
+    return context.Error(ErrorCode::kInvalidModel, "gradient " + ShapeToString(tensors.gradient->shape()) +
+                                                       " and weight " + ShapeToString(tensors.weight->shape()) +
+                                                       " differ in shape");
+  }
+  for (int k = 0; k < num_slots; ++k) {
+    if (slot_optional && context.input(2 + k) == nullptr) continue;
+    ONNX_AMP_ASSIGN_OR_RETURN(tensors.slots[k], Float32Input(context, 2 + k, "slot " + std::to_string(k)));
+    if (tensors.slots[k]->shape() != tensors.weight->shape()) {
+      return context.Error(ErrorCode::kInvalidModel, "slot " + std::to_string(k) + " " +
+                                                         ShapeToString(tensors.slots[k]->shape()) + " and weight " +
+                                                         ShapeToString(tensors.weight->shape()) + " differ in shape");
+    }
+    if (context.num_outputs() <= 1 + k) {
+      return context.Error(ErrorCode::kInvalidModel,
+                           "slot " + std::to_string(k) + " is given but its new value is no output");
+    }
+  }
+  return tensors;
+}
+
+// Output 0 is the new weight, output 1 + k the new slot k. `element(weight, slot0, slot1,
+// gradient)` updates one element in place (absent slots read 0 and are not written).
+template <typename Element>
+Status ApplyUpdate(KernelContext& context, const UpdateTensors& in, bool skip, Element element) {
+  if (skip) {
+    context.SetOutput(0, *in.weight);
+    for (int k = 0; k < 2; ++k) {
+      if (in.slots[k] != nullptr) context.SetOutput(1 + k, *in.slots[k]);
+    }
+    return Status::Ok();
+  }
+  const Shape& shape = in.weight->shape();
+  ONNX_AMP_ASSIGN_OR_RETURN(Tensor * new_weight, context.AllocateOutput(0, DType::kFloat32, shape));
+  float* out_w = new_weight->data<float>();
+  float* out_s[2] = {nullptr, nullptr};
+  const float* in_s[2] = {nullptr, nullptr};
+  for (int k = 0; k < 2; ++k) {
+    if (in.slots[k] == nullptr) continue;
+    ONNX_AMP_ASSIGN_OR_RETURN(Tensor * new_slot, context.AllocateOutput(1 + k, DType::kFloat32, shape));
+    out_s[k] = new_slot->data<float>();
+    in_s[k] = in.slots[k]->data<float>();
+  }
+  const float* in_w = in.weight->data<float>();
+  const float* in_g = in.gradient->data<float>();
+  context.threads().ParallelFor(in.weight->num_elements(), kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float weight = in_w[i];
+      float slot0 = in_s[0] != nullptr ? in_s[0][i] : 0.0f;
+      float slot1 = in_s[1] != nullptr ? in_s[1][i] : 0.0f;
+      element(weight, slot0, slot1, in_g[i]);
+      out_w[i] = weight;
+      if (out_s[0] != nullptr) out_s[0][i] = slot0;
+      if (out_s[1] != nullptr) out_s[1][i] = slot1;
+    }
+  });
+  return Status::Ok();
+}
+
+Expected<float> LearningRate(const KernelContext& context, int index) {
+  ONNX_AMP_ASSIGN_OR_RETURN(const float learning_rate, ScalarInput<float>(context, index, "learning_rate"));
+  if (!std::isfinite(learning_rate)) {
+    return context.Error(ErrorCode::kInvalidArgument, "learning rate must be finite");
+  }
+  return learning_rate;
+}
+
+Status AdamFamily(KernelContext& context, bool decoupled_decay) {
+  ONNX_AMP_ASSIGN_OR_RETURN(const UpdateTensors in, ReadUpdateTensors(context, 2, false));
+  ONNX_AMP_ASSIGN_OR_RETURN(const float learning_rate, LearningRate(context, 4));
+  ONNX_AMP_ASSIGN_OR_RETURN(const int64_t step, ScalarInput<int64_t>(context, 5, "step"));
+  ONNX_AMP_ASSIGN_OR_RETURN(const bool skip, ScalarInput<bool>(context, 6, "skip"));
+  if (step < 0) return context.Error(ErrorCode::kInvalidArgument, "step must be >= 0");
+  const float beta1 = context.attr_float("beta1", 0.9f);
+  const float beta2 = context.attr_float("beta2", 0.999f);
+  const float epsilon = context.attr_float("epsilon", 1e-7f);
+  const float alpha = AdamStepSize(learning_rate, beta1, beta2, step);
+  const float decay_step = decoupled_decay ? learning_rate * context.attr_float("weight_decay", 0.004f) : 0.0f;
+  return ApplyUpdate(context, in, skip, [=](float& weight, float& m, float& v, float gradient) {
+    AdamUpdate(weight, m, v, gradient, alpha, beta1, beta2, epsilon, decay_step);
+  });
+}
+
+}  // namespace
+
+Status UnscaleAndCheckKernel(KernelContext& context) {
+  ONNX_AMP_ASSIGN_OR_RETURN(const float scale, ScalarInput<float>(context, 0, "scale"));
+  if (!(scale > 0.0f) || !std::isfinite(scale)) {
+    return context.Error(ErrorCode::kInvalidArgument, "the loss scale must be positive and finite");
+  }
+  ONNX_AMP_ASSIGN_OR_RETURN(const std::vector<const Tensor*> gradients, VariadicFloat32(context, 1));
+  const int count = static_cast<int>(gradients.size());
+  if (context.num_outputs() != count + 2) {
+    return context.Error(ErrorCode::kInvalidModel, "has " + std::to_string(count) + " gradients, so needs " +
+                                                       std::to_string(count + 2) + " outputs");
+  }
+  const float inv = InverseLossScale(scale);
+  int64_t first_non_finite = -1;
+  for (int k = 0; k < count; ++k) {
+    const Tensor& gradient = *gradients[k];
+    const float* in = gradient.data<float>();
+    float* out = nullptr;
+    if (inv == 1.0f) {
+      context.SetOutput(k + 2, gradient);  // nothing to multiply: check only
+    } else {
+      ONNX_AMP_ASSIGN_OR_RETURN(Tensor * unscaled, context.AllocateOutput(k + 2, DType::kFloat32, gradient.shape()));
+      out = unscaled->data<float>();
+    }
+    std::atomic<bool> non_finite{false};
+    context.threads().ParallelFor(gradient.num_elements(), kGrain, [&](int64_t begin, int64_t end) {
+      bool found = false;
+      if (out == nullptr) {
+        for (int64_t i = begin; i < end; ++i) found |= IsNonFinite(in[i]);
+      } else {
+        for (int64_t i = begin; i < end; ++i) {
+          found |= IsNonFinite(in[i]);  // tested on the scaled value
+          out[i] = in[i] * inv;
+        }
+      }
+      if (found) non_finite.store(true, std::memory_order_relaxed);
+    });
+    if (non_finite.load() && first_non_finite < 0) first_non_finite = k;
+  }
+  ONNX_AMP_RETURN_IF_ERROR(WriteScalar<bool>(context, 0, first_non_finite >= 0));
+  return WriteScalar<int64_t>(context, 1, first_non_finite);
+}
+
+Status GlobalNormClipKernel(KernelContext& context) {
+  ONNX_AMP_ASSIGN_OR_RETURN(const int64_t micro_batches, ScalarInput<int64_t>(context, 0, "micro_batches"));
+  if (micro_batches < 1) return context.Error(ErrorCode::kInvalidArgument, "micro_batches must be >= 1");
+  const float max_norm = context.attr_float("max_norm", 0.0f);
+  if (!(max_norm >= 0.0f) || !std::isfinite(max_norm)) {
+    return context.Error(ErrorCode::kInvalidModel, "max_norm must be finite and >= 0");
+  }
+  ONNX_AMP_ASSIGN_OR_RETURN(const std::vector<const Tensor*> gradients, VariadicFloat32(context, 1));
+  if (context.num_outputs() != static_cast<int>(gradients.size())) {
+    return context.Error(ErrorCode::kInvalidModel, "needs one output per gradient");
+  }
+  double sum_of_squares = 0.0;
+  if (max_norm > 0.0f) {
+    for (const Tensor* gradient : gradients) {
+      const float* g = gradient->data<float>();
+      for (int64_t i = 0; i < gradient->num_elements(); ++i) sum_of_squares += static_cast<double>(g[i]) * g[i];
+    }
+  }
+  const double factor = MeanClipFactor(sum_of_squares, micro_batches, max_norm);
+  for (size_t k = 0; k < gradients.size(); ++k) {
+    const Tensor& gradient = *gradients[k];
+    if (factor == 1.0) {
+      context.SetOutput(static_cast<int>(k), gradient);
+      continue;
+    }
+    ONNX_AMP_ASSIGN_OR_RETURN(Tensor * clipped,
+                              context.AllocateOutput(static_cast<int>(k), DType::kFloat32, gradient.shape()));
+    const float* in = gradient.data<float>();
+    float* out = clipped->data<float>();
+    context.threads().ParallelFor(gradient.num_elements(), kGrain, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) out[i] = static_cast<float>(in[i] * factor);
+    });
+  }
+  return Status::Ok();
+}
+
+Status SgdUpdateKernel(KernelContext& context) {
+  ONNX_AMP_ASSIGN_OR_RETURN(const UpdateTensors in, ReadUpdateTensors(context, 1, true));
+  ONNX_AMP_ASSIGN_OR_RETURN(const float learning_rate, LearningRate(context, 3));
+  ONNX_AMP_ASSIGN_OR_RETURN(const bool skip, ScalarInput<bool>(context, 4, "skip"));
+  const float momentum = context.attr_float("momentum", 0.0f);
+  const bool nesterov = context.attr_int("nesterov", 0) != 0;
+  if (momentum != 0.0f && in.slots[0] == nullptr) {
+    return context.Error(ErrorCode::kInvalidModel, "momentum needs the velocity input");
+  }
+  return ApplyUpdate(context, in, skip, [=](float& weight, float& velocity, float&, float gradient) {
+    SgdUpdate(weight, velocity, gradient, learning_rate, momentum, nesterov);
+  });
+}
+
+Status AdamUpdateKernel(KernelContext& context) { return AdamFamily(context, false); }
+
+Status AdamWUpdateKernel(KernelContext& context) { return AdamFamily(context, true); }
+
+Status RmspropUpdateKernel(KernelContext& context) {
+  ONNX_AMP_ASSIGN_OR_RETURN(const UpdateTensors in, ReadUpdateTensors(context, 1, false));
+  ONNX_AMP_ASSIGN_OR_RETURN(const float learning_rate, LearningRate(context, 3));
+  ONNX_AMP_ASSIGN_OR_RETURN(const bool skip, ScalarInput<bool>(context, 4, "skip"));
+  const float rho = context.attr_float("rho", 0.9f);
+  const float epsilon = context.attr_float("epsilon", 1e-7f);
+  return ApplyUpdate(context, in, skip, [=](float& weight, float& v, float&, float gradient) {
+    RmspropUpdate(weight, v, gradient, learning_rate, rho, epsilon);
+  });
+}
+
+}  // namespace onnx_amp
