@@ -1,15 +1,12 @@
 #include "converter/convert_model.h"
 
-#include <algorithm>
-#include <array>
 #include <cstdint>
-#include <cstring>
-#include <limits>
-#include <vector>
+#include <utility>
 
 #include <onnx/version_converter/convert.h>
 
 #include "converter/paint.h"
+#include "converter/paint_seeds.h"
 #include "converter/passes/convert_initializers.h"
 #include "converter/passes/insert_casts.h"
 #include "converter/passes/retarget_casts.h"
@@ -55,116 +52,23 @@ void SetMetadata(onnx::ModelProto& model, const std::string& key, const std::str
   entry->set_value(value);
 }
 
-// The two magnitudes of a float32 tensor that Paint's value rules look at: the largest
-// finite one (init_max) and the smallest non-zero one as Paint computes it (tiny epsilon
-// guards: NaN when the first non-zero value is NaN). Fed chunk by chunk.
-class MagnitudeSummary {
- public:
-  void Add(const char* data, size_t size) {
-    const size_t count = size / sizeof(float);
-    size_t i = 0;
-    for (; !first_seen_ && i < count; ++i) {  // the first non-zero value decides about NaN
-      const int32_t magnitude = MagnitudeBits(data, i);
-      if (magnitude == 0) continue;
-      first_seen_ = true;
-      first_is_nan_ = magnitude > kInfBits;
-      break;  // and counts below
-    }
-    ReduceMagnitudes(data + i * sizeof(float), count - i, largest_, smallest_minus_one_);
-  }
-
-  // [smallest, largest]: the same answers from both rules as the whole tensor.
-  std::array<float, 2> StandIn() const {
-    float smallest = 0.0f;  // no non-zero value
-    if (first_is_nan_) {
-      smallest = std::numeric_limits<float>::quiet_NaN();
-    } else if (smallest_minus_one_ != UINT32_MAX) {  // else all are NaN (first_is_nan_) or zero
-      const uint32_t bits = smallest_minus_one_ + 1;
-      std::memcpy(&smallest, &bits, sizeof(smallest));
-    }
-    float largest = 0.0f;
-    std::memcpy(&largest, &largest_, sizeof(largest));
-    return {smallest, largest};
-  }
-
- private:
-  static constexpr int32_t kInfBits = 0x7F800000;
-  // The float's bits without the sign: non-negative as int32.
-  static int32_t MagnitudeBits(const char* data, size_t i) {
-    int32_t bits = 0;
-    std::memcpy(&bits, data + i * sizeof(float), sizeof(bits));
-    return bits & 0x7FFFFFFF;
-  }
-
-  // For non-NaN floats the order of the magnitude bits is the order of the magnitudes,
-  // and NaNs order above them all: both are integer reductions, one loop each so that
-  // the AVX2 clone vectorizes them.
-  __attribute__((target_clones("avx2", "default"))) static void ReduceMagnitudes(const char* data, size_t count,
-                                                                                 int32_t& largest_out,
-                                                                                 uint32_t& smallest_minus_one_out) {
-    int32_t largest = largest_out;  // locals: `data` may alias the outputs
-    for (size_t i = 0; i < count; ++i) {
-      const int32_t magnitude = MagnitudeBits(data, i);
-      largest = std::max(largest, magnitude < kInfBits ? magnitude : 0);
-    }
-    uint32_t smallest_minus_one = smallest_minus_one_out;  // zero wraps to the top
-    for (size_t i = 0; i < count; ++i) {
-      smallest_minus_one = std::min(smallest_minus_one, static_cast<uint32_t>(MagnitudeBits(data, i)) - 1u);
-    }
-    largest_out = largest;
-    smallest_minus_one_out = smallest_minus_one;
-  }
-
-  bool first_seen_ = false;
-  bool first_is_nan_ = false;
-  int32_t largest_ = 0;
-  uint32_t smallest_minus_one_ = UINT32_MAX;  // of the non-zero magnitudes
-};
-
-// Paint reads the values of float32 constants only through the two magnitudes of
-// MagnitudeSummary. While it paints, each float32 tensor still in its external file
-// stands in as those two values; the file references are restored afterwards.
-class StreamedValueStandIns {
- public:
-  ~StreamedValueStandIns() { Restore(); }
-
-  Status Install(onnx::ModelProto& model, const std::filesystem::path& folder) {
-    return ForEachTensor(model, [&](onnx::TensorProto& tensor, std::string_view node_name) -> Status {
-      if (tensor.data_type() != onnx::TensorProto::FLOAT ||
-          tensor.data_location() != onnx::TensorProto::EXTERNAL) {
-        return Status::Ok();
-      }
-      MagnitudeSummary summary;
-      ONNX_AMP_RETURN_IF_ERROR(
-          ReadExternalChunks(tensor, folder, sizeof(float), [&](const char* data, size_t size) {
-            summary.Add(data, size);
-          }).WithContext(DescribeTensor(tensor, node_name)));
-      Saved& saved = saved_.emplace_back();
-      saved.tensor = &tensor;
-      saved.external_data.Swap(tensor.mutable_external_data());
-      const std::array<float, 2> stand_in = summary.StandIn();
-      tensor.clear_data_location();
-      tensor.set_raw_data(stand_in.data(), sizeof(stand_in));
+// Summaries of the float32 tensors still in their external files, read chunk by chunk,
+// for Paint's value rules.
+Expected<ValueSummaries> SummarizeExternalTensors(const onnx::ModelProto& model, const std::filesystem::path& folder) {
+  ValueSummaries summaries;
+  ONNX_AMP_RETURN_IF_ERROR(ForEachTensor(model, [&](const onnx::TensorProto& tensor, std::string_view node_name) -> Status {
+    if (tensor.data_type() != onnx::TensorProto::FLOAT || tensor.data_location() != onnx::TensorProto::EXTERNAL) {
       return Status::Ok();
-    });
-  }
-
-  void Restore() {
-    for (Saved& saved : saved_) {
-      saved.tensor->clear_raw_data();
-      saved.tensor->mutable_external_data()->Swap(&saved.external_data);
-      saved.tensor->set_data_location(onnx::TensorProto::EXTERNAL);
     }
-    saved_.clear();
-  }
-
- private:
-  struct Saved {
-    onnx::TensorProto* tensor = nullptr;
-    google::protobuf::RepeatedPtrField<onnx::StringStringEntryProto> external_data;
-  };
-  std::vector<Saved> saved_;
-};
+    MagnitudeSummary summary;
+    ONNX_AMP_RETURN_IF_ERROR(ReadExternalChunks(tensor, folder, sizeof(float), [&](const char* data, size_t size) {
+                               summary.AddBytes(data, size);
+                             }).WithContext(DescribeTensor(tensor, node_name)));
+    summaries[&tensor] = summary.Summary();
+    return Status::Ok();
+  }));
+  return summaries;
+}
 
 // The main graph keeps its I/O names, and the kept ones their dtypes.
 Status CheckInterface(const onnx::GraphProto& before, const onnx::GraphProto& after, const KeepIoTypes& keep) {
@@ -198,31 +102,30 @@ Status Check(const onnx::ModelProto& model, const std::filesystem::path& externa
 }
 
 // `before` holds the input's graph inputs and outputs only.
-Status Verify(const onnx::GraphProto& before, const onnx::ModelProto& after, const ConvertOptions& options) {
+Status Verify(const onnx::GraphProto& before, onnx::ModelProto& after, const ConvertOptions& options) {
   // A failure here is a converter bug: the input passed the same checks.
   Status checked = Check(after, options.external_data_folder);
   if (!checked.ok()) return InternalError("the converted model fails verification: " + checked.message());
   if (options.target == ConvertTarget::kPortable) {
     // The checker's full check is this strict inference without data propagation;
     // running only the data-propagating one (shapes from Shape/Gather/Concat chains)
-    // checks the same nodes with more known shapes, once. On a copy: it adds value_info.
-    onnx::ModelProto copy = after;
-    Status inferred = InferShapes(copy, /*strict=*/true);
+    // checks the same nodes with more known shapes, once, leaving no value_info behind.
+    Status inferred = InspectInferred(after, /*strict=*/true, nullptr);
     if (!inferred.ok()) return InternalError("the converted model fails verification: " + inferred.message());
   }
   return CheckInterface(before, after.graph(), options.policy.keep_io_types);
 }
 
 // Paints result.model and runs the passes on it. The plan and the type map are freed
-// on return, before verification adds its own copy of the graph.
+// on return, before verification.
 Status PaintAndRewrite(ConvertResult& result, const ConvertOptions& options) {
   ONNX_AMP_ASSIGN_OR_RETURN(ValueTypeMap types, InferValueTypes(result.model));
-  StreamedValueStandIns stand_ins;
+  ValueSummaries external;
   if (!options.external_data_folder.empty()) {
-    ONNX_AMP_RETURN_IF_ERROR(stand_ins.Install(result.model, options.external_data_folder));
+    ONNX_AMP_ASSIGN_OR_RETURN(external, SummarizeExternalTensors(result.model, options.external_data_folder));
   }
-  ONNX_AMP_ASSIGN_OR_RETURN(ConversionPlan plan, Paint(result.model, types, options.policy, options.target));
-  stand_ins.Restore();
+  ONNX_AMP_ASSIGN_OR_RETURN(ConversionPlan plan,
+                            Paint(result.model, std::move(types), options.policy, options.target, external));
 
   ConversionReport& report = result.report;
   report.policy = std::string(PolicyKindName(options.policy.kind));

@@ -1,15 +1,17 @@
 #include "converter/paint.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <map>
 #include <set>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 
+#include "converter/paint_seeds.h"
 #include "ops/op_def.h"
 #include "runtime/onnx/onnx_checks.h"
 
@@ -38,6 +40,17 @@ void CollectTypes(const onnx::GraphProto& graph, ValueTypeMap& types) {
     for (const auto& attr : node.attribute()) {
       if (attr.has_g()) CollectTypes(attr.g(), types);
       for (const auto& sub : attr.graphs()) CollectTypes(sub, types);
+    }
+  }
+}
+
+// `graph` and every subgraph in it, at any depth.
+void CollectGraphs(onnx::GraphProto& graph, std::vector<onnx::GraphProto*>& graphs) {
+  graphs.push_back(&graph);
+  for (auto& node : *graph.mutable_node()) {
+    for (auto& attr : *node.mutable_attribute()) {
+      if (attr.has_g()) CollectGraphs(*attr.mutable_g(), graphs);
+      for (auto& sub : *attr.mutable_graphs()) CollectGraphs(sub, graphs);
     }
   }
 }
@@ -98,16 +111,6 @@ double LowLargestFinite(DType low_type) {
   return low_type == DType::kFloat16 ? 65504.0 : 3.3895313892515355e38;
 }
 
-// Float values of a float32 tensor held in the model (initializer or Constant value).
-std::vector<float> FloatValues(const onnx::TensorProto& t) {
-  std::vector<float> values(t.float_data().begin(), t.float_data().end());
-  if (!t.raw_data().empty() && t.raw_data().size() % sizeof(float) == 0) {
-    values.resize(t.raw_data().size() / sizeof(float));
-    std::memcpy(values.data(), t.raw_data().data(), t.raw_data().size());
-  }
-  return values;
-}
-
 std::vector<int64_t> Int64Values(const onnx::TensorProto& t) {
   std::vector<int64_t> values(t.int64_data().begin(), t.int64_data().end());
   if (!t.raw_data().empty() && t.raw_data().size() % sizeof(int64_t) == 0) {
@@ -162,12 +165,14 @@ struct Slot {
 
 class Painter {
  public:
-  Painter(onnx::ModelProto& model, const ValueTypeMap& types, const PrecisionPolicy& policy, ConvertTarget target)
-      : model_(model), types_(types), policy_(policy), target_(target) {}
+  Painter(onnx::ModelProto& model, ValueTypeMap types, const PrecisionPolicy& policy, ConvertTarget target,
+          const ValueSummaries& external)
+      : model_(model), policy_(policy), target_(target), external_(external) {
+    plan_.original_types = std::move(types);
+  }
 
   Expected<ConversionPlan> Run() {
     plan_.low_type = policy_.LowType();
-    plan_.original_types = types_;
     for (const auto& opset : model_.opset_import()) opsets_[NormalizeDomain(opset.domain())] = opset.version();
     AddGraph(*model_.mutable_graph(), -1, "main");
     for (const auto& input : model_.graph().input()) main_inputs_.insert(input.name());
@@ -191,8 +196,8 @@ class Painter {
 
  private:
   DType TypeOf(const std::string& name) const {
-    auto it = types_.find(name);
-    return it == types_.end() ? DType::kUndefined : it->second;
+    auto it = plan_.original_types.find(name);
+    return it == plan_.original_types.end() ? DType::kUndefined : it->second;
   }
 
   void AddGraph(onnx::GraphProto& graph, int parent, const std::string& path) {
@@ -200,7 +205,7 @@ class Painter {
     plan_.graphs.push_back({&graph, parent, path, {}});
     graph_index_[&graph] = index;
     for (int o = 0; o < graph.output_size(); ++o) graph_output_uses_[graph.output(o).name()].push_back({index, o});
-    for (const auto& init : graph.initializer()) constants_[init.name()] = &init;
+    for (const auto& init : graph.initializer()) AddConstant(init.name(), init);
     for (auto& node : *graph.mutable_node()) {
       const int ref = static_cast<int>(refs_.size());
       NodeRef node_ref;
@@ -213,13 +218,17 @@ class Painter {
       }
       if (node.op_type() == "Constant" && node.output_size() == 1) {
         for (const auto& attr : node.attribute()) {
-          if (attr.name() == "value") constants_[node.output(0)] = &attr.t();
+          if (attr.name() == "value") AddConstant(node.output(0), attr.t());
+          if (attr.name() == "value_float" || attr.name() == "value_floats") {
+            summaries_[node.output(0)] = SummarizeFloatAttribute(attr);
+          }
         }
       }
       for (int i = 0; i < node.input_size(); ++i) {
         if (!node.input(i).empty()) consumers_[node.input(i)].push_back({ref, i});
       }
       for (auto& attr : *node.mutable_attribute()) {
+        if (!attr.has_g() && attr.graphs_size() == 0) continue;
         const std::string sub_path = path + "/" + NodeLabel(node) + "." + attr.name();
         if (attr.has_g()) AddGraph(*attr.mutable_g(), index, sub_path);
         for (int g = 0; g < attr.graphs_size(); ++g) {
@@ -228,6 +237,21 @@ class Painter {
       }
     }
   }
+
+  // Records an initializer or Constant value; a float32 one is summarized once for the
+  // value rules, from memory or, left in its external file, from `external_`.
+  void AddConstant(const std::string& name, const onnx::TensorProto& tensor) {
+    constants_[name] = &tensor;
+    if (tensor.data_type() != onnx::TensorProto::FLOAT) return;
+    if (tensor.data_location() != onnx::TensorProto::EXTERNAL) {
+      summaries_[name] = SummarizeFloatTensor(tensor);
+      return;
+    }
+    auto it = external_.find(&tensor);
+    if (it != external_.end()) summaries_[name] = it->second;
+  }
+
+  bool IsConstant(const std::string& name) const { return constants_.count(name) || summaries_.count(name); }
 
   // Softmax/LogSoftmax writing a kept graph output stays float32, as Keras keeps the
   // model's final activation.
@@ -606,15 +630,10 @@ class Painter {
     }
   }
 
-  // The smallest non-zero magnitude of a float32 initializer or Constant, if known.
-  std::optional<float> SmallestConstant(const std::string& name) const {
-    auto it = constants_.find(name);
-    if (it == constants_.end() || it->second->data_type() != onnx::TensorProto::FLOAT) return std::nullopt;
-    std::optional<float> smallest;
-    for (float v : FloatValues(*it->second)) {
-      if (v != 0.0f && (!smallest || std::fabs(v) < *smallest)) smallest = std::fabs(v);
-    }
-    return smallest;
+  // Whether a float32 initializer or Constant holds a non-zero magnitude below `limit`.
+  bool HoldsTinyConstant(const std::string& name, float limit) const {
+    auto it = summaries_.find(name);
+    return it != summaries_.end() && it->second.smallest_nonzero > 0.0f && it->second.smallest_nonzero < limit;
   }
 
   // x / (y + eps) and friends with eps below float16's smallest normal (6.1e-5): the
@@ -626,10 +645,7 @@ class Painter {
       const onnx::NodeProto& node = *unit.node;
       if (node.op_type() != "Add" && node.op_type() != "Max") continue;
       bool tiny = false;
-      for (int i : unit.inputs) {
-        auto smallest = SmallestConstant(node.input(i));
-        tiny |= smallest && *smallest < kHalfSmallestNormal;
-      }
+      for (int i : unit.inputs) tiny |= HoldsTinyConstant(node.input(i), kHalfSmallestNormal);
       if (!tiny) continue;
       for (int reader : unit.fanout) {
         const std::string& op = units_[reader].node->op_type();
@@ -743,16 +759,14 @@ class Painter {
     const std::string low_name(DTypeName(plan_.low_type));
     for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
       const Unit& unit = units_[u];
-      std::vector<std::string> names;
-      for (int i : unit.inputs) names.push_back(unit.node->input(i));
-      for (int o : unit.outputs) names.push_back(unit.node->output(o));
-      for (const std::string& name : names) {
-        auto constant = constants_.find(name);
-        if (constant != constants_.end() && constant->second->data_type() == onnx::TensorProto::FLOAT) {
-          double worst = 0.0;
-          for (float v : FloatValues(*constant->second)) {
-            if (std::isfinite(v)) worst = std::max(worst, static_cast<double>(std::fabs(v)));
-          }
+      std::vector<const std::string*> names;
+      for (int i : unit.inputs) names.push_back(&unit.node->input(i));
+      for (int o : unit.outputs) names.push_back(&unit.node->output(o));
+      for (const std::string* name_ptr : names) {
+        const std::string& name = *name_ptr;
+        auto summary = summaries_.find(name);
+        if (summary != summaries_.end()) {
+          const double worst = summary->second.largest_finite;
           if (worst > largest) {
             SeedDeny(u, "constant '" + name + "' holds |x| = " + FormatNumber(worst) + ", beyond " + low_name +
                             "'s largest finite " + FormatNumber(largest) + " (init_max)");
@@ -776,16 +790,22 @@ class Painter {
   // MarkExpReduceOpPath). The Exp, the path and the reduction stay float32.
   void DenyExpReductions() {
     const int n = static_cast<int>(units_.size());
+    // -2: not reached. Each search resets only what it reached, so the cost is what the
+    // searches visit, not n per Exp.
+    std::vector<int> parent(n, -2);
+    std::vector<int> reached, queue;
     for (int e = 0; e < n; ++e) {
       if (!IsOp(e, "Exp") || units_[e].cluster >= 0) continue;
-      std::vector<int> parent(n, -2);
+      for (int u : reached) parent[u] = -2;
       parent[e] = -1;
-      std::vector<int> queue = {e};
+      reached.assign(1, e);
+      queue.assign(1, e);
       for (size_t q = 0; q < queue.size(); ++q) {
         const int u = queue[q];
         for (int v : units_[u].fanout) {
           if (parent[v] != -2 || units_[v].cluster >= 0) continue;
           parent[v] = u;
+          reached.push_back(v);
           if (IsOp(v, "ReduceSum") || IsOp(v, "ReduceMean")) {
             const std::string reason = "Exp '" + Label(e) + "' feeds reduction '" + Label(v) +
                                        "': the sum outgrows the terms, past float16's range and bfloat16's precision (Exp->ReduceSum pattern)";
@@ -826,7 +846,7 @@ class Painter {
       refs.push_back(ref);
       const onnx::NodeProto* var = nullptr;
       for (int side = 0; side < 2 && var == nullptr; ++side) {
-        if (constants_.count(add->input(1 - side))) var = ProducerOp(add->input(side), "ReduceMean", &ref);
+        if (IsConstant(add->input(1 - side))) var = ProducerOp(add->input(side), "ReduceMean", &ref);
       }
       if (var == nullptr) continue;
       refs.push_back(ref);
@@ -1061,6 +1081,7 @@ class Painter {
 
   void FillPlan() {
     const DType low = plan_.low_type;
+    plan_.value_types = plan_.original_types;
     for (const NodeRef& ref : refs_) {
       const onnx::NodeProto& node = *ref.node;
       NodePlan node_plan;
@@ -1096,9 +1117,8 @@ class Painter {
       plan_.node_order.push_back(&node);
       plan_.nodes.emplace(&node, std::move(node_plan));
     }
-    for (const auto& [name, dtype] : types_) plan_.value_types.emplace(name, dtype);
     for (const auto& [name, u] : value_units_) {
-      if (units_[u].allow) plan_.value_types[name] = low;
+      if (units_[u].allow) plan_.value_types[std::string(name)] = low;
     }
 
     // Main-graph inputs that are not kept take the low dtype when a consumer reads it low.
@@ -1132,39 +1152,65 @@ class Painter {
   }
 
   onnx::ModelProto& model_;
-  const ValueTypeMap& types_;
   const PrecisionPolicy& policy_;
   ConvertTarget target_;
+  const ValueSummaries& external_;
   std::map<std::string, int64_t> opsets_;
   ConversionPlan plan_;
   std::vector<NodeRef> refs_;
   std::vector<Unit> units_;
-  std::unordered_map<std::string, Slot> producers_;
-  std::unordered_map<std::string, std::vector<Slot>> consumers_;
-  std::unordered_map<std::string, std::vector<std::pair<int, int>>> graph_output_uses_;  // (graph, output index)
+  // Keyed by views of the model's names, which Paint leaves unchanged.
+  std::unordered_map<std::string_view, Slot> producers_;
+  std::unordered_map<std::string_view, std::vector<Slot>> consumers_;
+  std::unordered_map<std::string_view, std::vector<std::pair<int, int>>> graph_output_uses_;  // (graph, output index)
   std::set<std::string> unknown_ops_;
-  std::unordered_map<std::string, const onnx::TensorProto*> constants_;  // initializers and Constant values
+  std::unordered_map<std::string_view, const onnx::TensorProto*> constants_;  // initializers and Constant values
+  std::unordered_map<std::string_view, ValueSummary> summaries_;  // float32 constants, value_float(s) included
   std::unordered_map<const onnx::GraphProto*, int> graph_index_;
   std::set<std::string> main_inputs_;
   std::vector<Cluster> clusters_;
-  std::unordered_map<std::string, int> value_units_;            // body input -> its cluster member
+  std::unordered_map<std::string_view, int> value_units_;           // body input -> its cluster member
   std::map<std::pair<int, int>, int> body_output_units_;        // (graph, output index) -> cluster member
   std::vector<std::pair<int, int>> member_edges_;               // recurrent edges between cluster members
 };
 
 }  // namespace
 
-Expected<ValueTypeMap> InferValueTypes(const onnx::ModelProto& model) {
-  onnx::ModelProto copy = model;
-  ONNX_AMP_RETURN_IF_ERROR(InferShapes(copy, /*strict=*/false));
+Status InspectInferred(onnx::ModelProto& model, bool strict,
+                       const std::function<void(const onnx::ModelProto&)>& inspect) {
+  std::vector<onnx::GraphProto*> graphs;
+  CollectGraphs(*model.mutable_graph(), graphs);
+  std::vector<onnx::GraphProto> saved(graphs.size());
+  for (size_t g = 0; g < graphs.size(); ++g) {
+    *saved[g].mutable_input() = graphs[g]->input();
+    *saved[g].mutable_output() = graphs[g]->output();
+    *saved[g].mutable_value_info() = graphs[g]->value_info();
+  }
+  Status inferred = InferShapes(model, strict);
+  if (inferred.ok() && inspect) inspect(model);
+  for (size_t g = 0; g < graphs.size(); ++g) {
+    graphs[g]->mutable_input()->Swap(saved[g].mutable_input());
+    graphs[g]->mutable_output()->Swap(saved[g].mutable_output());
+    graphs[g]->mutable_value_info()->Swap(saved[g].mutable_value_info());
+  }
+  return inferred;
+}
+
+Expected<ValueTypeMap> InferValueTypes(onnx::ModelProto& model) {
   ValueTypeMap types;
-  CollectTypes(copy.graph(), types);
+  ONNX_AMP_RETURN_IF_ERROR(
+      InspectInferred(model, /*strict=*/false, [&](const onnx::ModelProto& inferred) { CollectTypes(inferred.graph(), types); }));
   return types;
 }
 
-Expected<ConversionPlan> Paint(onnx::ModelProto& model, const ValueTypeMap& types, const PrecisionPolicy& policy,
-                               ConvertTarget target) {
-  return Painter(model, types, policy, target).Run();
+Expected<ValueTypeMap> InferValueTypes(const onnx::ModelProto& model) {
+  onnx::ModelProto copy = model;
+  return InferValueTypes(copy);
+}
+
+Expected<ConversionPlan> Paint(onnx::ModelProto& model, ValueTypeMap types, const PrecisionPolicy& policy,
+                               ConvertTarget target, const ValueSummaries& external) {
+  return Painter(model, std::move(types), policy, target, external).Run();
 }
 
 }  // namespace onnx_amp

@@ -28,6 +28,7 @@
 // Bodies are painted with the rest of the model, so their Casts land inside them.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <unordered_map>
 
@@ -42,13 +43,23 @@ namespace onnx_amp {
 // Element type of every value in the model (all scopes), from ONNX type inference.
 using ValueTypeMap = std::unordered_map<std::string, DType>;
 
-// Runs ONNX type inference on a copy of `model` and collects every known element type.
-// Fails (kInvalidModel) when inference rejects the model.
+// Runs ONNX shape inference on `model` itself, hands the inferred model to `inspect`
+// (when given), and leaves `model` as it was: inference only adds value_info and refines
+// graph inputs and outputs, and those are restored, which costs far less than a copy of
+// a large model. Fails (kInvalidModel) when inference rejects the model.
+Status InspectInferred(onnx::ModelProto& model, bool strict,
+                       const std::function<void(const onnx::ModelProto&)>& inspect);
+
+// Collects every element type that ONNX type inference knows in `model`, which is left
+// as it was. Fails (kInvalidModel) when inference rejects the model.
+Expected<ValueTypeMap> InferValueTypes(onnx::ModelProto& model);
+// The same on a copy of `model`.
 Expected<ValueTypeMap> InferValueTypes(const onnx::ModelProto& model);
 
-// Paints `model`, whose value types are `types`. The plan keeps pointers into `model`,
-// which must outlive it.
-Expected<ConversionPlan> Paint(onnx::ModelProto& model, const ValueTypeMap& types, const PrecisionPolicy& policy,
-                               ConvertTarget target);
+// Paints `model`, whose value types are `types` (they become the plan's original_types).
+// The value rules read float32 constants in memory themselves and those left in external
+// files from `external`. The plan keeps pointers into `model`, which must outlive it.
+Expected<ConversionPlan> Paint(onnx::ModelProto& model, ValueTypeMap types, const PrecisionPolicy& policy,
+                               ConvertTarget target, const ValueSummaries& external);
 
 }  // namespace onnx_amp

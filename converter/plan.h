@@ -10,7 +10,7 @@
 #include "converter/precision_policy.h"
 #include "runtime/core/dtype.h"
 
-namespace onnx { class GraphProto; class NodeProto; }
+namespace onnx { class GraphProto; class NodeProto; class TensorProto; }
 
 namespace onnx_amp {
 
@@ -35,6 +35,18 @@ struct NodePlan {
   DType compute_type = DType::kUndefined;  // low dtype, float32, or kUndefined (no float32 tensors)
   std::string reason;               // the class, rule or neighbour that decided
 };
+
+// The two magnitudes of a float32 constant (initializer or Constant value) that Paint's
+// value rules read: init_max the largest finite one, the tiny-epsilon guard the
+// smallest non-zero one.
+struct ValueSummary {
+  float largest_finite = 0.0f;    // 0 when no value is finite
+  float smallest_nonzero = 0.0f;  // 0 when all are zero; NaN when the first non-zero value is NaN
+};
+
+// Summaries of tensors whose data is not in memory (left in their external files),
+// keyed by the TensorProto that refers to the file.
+using ValueSummaries = std::unordered_map<const onnx::TensorProto*, ValueSummary>;
 
 struct ConversionPlan {
   DType low_type = DType::kFloat16;

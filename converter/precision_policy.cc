@@ -123,12 +123,11 @@ DType PrecisionPolicy::LowType() const {
 
 NodeClass PrecisionPolicy::ClassOf(std::string_view domain, std::string_view op_type,
                                    std::string_view node_name) const {
-  const std::string name(node_name);
   // A float32 pin wins over a low pin: the safe choice when both match.
-  if (fp32_nodes_re_ && std::regex_search(name, *fp32_nodes_re_)) {
+  if (fp32_nodes_re_ && std::regex_search(node_name.begin(), node_name.end(), *fp32_nodes_re_)) {
     return {PrecisionClass::kDeny, "--fp32-nodes matches the node name", true};
   }
-  if (low_nodes_re_ && std::regex_search(name, *low_nodes_re_)) {
+  if (low_nodes_re_ && std::regex_search(node_name.begin(), node_name.end(), *low_nodes_re_)) {
     return {PrecisionClass::kAllow, "--low-nodes matches the node name", true};
   }
   if (Contains(fp32_ops, op_type)) return {PrecisionClass::kDeny, "--fp32-ops names the op", true};

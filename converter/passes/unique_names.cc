@@ -4,7 +4,11 @@
 
 namespace onnx_amp {
 
-UniqueNames::UniqueNames(const onnx::ModelProto& model) { AddGraph(model.graph()); }
+UniqueNames::UniqueNames(const onnx::ModelProto& model) {
+  // About one node name and one output per node, and room for the names passes add.
+  used_.reserve(3 * static_cast<size_t>(model.graph().node_size()) + model.graph().initializer_size());
+  AddGraph(model.graph());
+}
 
 void UniqueNames::AddGraph(const onnx::GraphProto& graph) {
   for (const auto& v : graph.input()) used_.insert(v.name());

@@ -560,6 +560,43 @@ TEST(ConverterPains, P09_InitMaxKeepsLargeConstantsFloat32) {
   EXPECT_EQ(NodeReason(bf16.report, "scale_up").find("init_max"), std::string::npos);
 }
 
+// init_max reads Constant values given as value_float / value_floats too.
+TEST(ConverterPains, P09_InitMaxSeesConstantValueFloats) {
+  for (const char* attr_name : {"value_float", "value_floats"}) {
+    SCOPED_TRACE(attr_name);
+    onnx::ModelProto model = testing::NewModel();
+    GraphBuilder g(model.mutable_graph());
+    g.Input("x", DType::kFloat32, {2, 4}).Output("y", DType::kFloat32, {2, 4});
+    g.Floats("I", {4, 4}, Identity4()).Floats("W", {4, 4}, kW16).Floats("c2", {}, {1e-5f});
+    onnx::NodeProto& constant = g.Node("Constant", {}, {"c1"}, "big");
+    auto* attr = constant.add_attribute();
+    attr->set_name(attr_name);
+    if (std::string(attr_name) == "value_float") {
+      attr->set_type(onnx::AttributeProto::FLOAT);
+      attr->set_f(70000.0f);
+    } else {
+      attr->set_type(onnx::AttributeProto::FLOATS);
+      for (float v : {70000.0f, 1.0f, 2.0f, 3.0f}) attr->add_floats(v);
+    }
+    g.Node("MatMul", {"x", "I"}, {"h"}, "mm");
+    g.Node("Mul", {"h", "c1"}, {"a"}, "scale_up");
+    g.Node("Mul", {"a", "c2"}, {"b"}, "scale_down");
+    g.Node("MatMul", {"b", "W"}, {"y"}, "mm2");
+    const auto result = ConvertOk(model, Options(PolicyKind::kMixedFloat16));
+    EXPECT_EQ(NodeDType(result.report, "scale_up"), "float");
+    EXPECT_EQ(NodeDType(result.report, "big"), "float");
+    EXPECT_NE(NodeReason(result.report, "scale_up").find("init_max"), std::string::npos)
+        << NodeReason(result.report, "scale_up");
+    EXPECT_NE(NodeReason(result.report, "scale_up").find("70000"), std::string::npos)
+        << NodeReason(result.report, "scale_up");
+    EXPECT_TRUE(result.report.clamped.empty());  // 70000 stays float32 instead of clamping to 65504
+    const std::map<std::string, Tensor> feeds = {{"x", FloatTensor({2, 4}, {1, -2, 3, 4, -5, 6, 7, -8})}};
+    const RunResult mixed = RunAll(result.model, feeds);
+    EXPECT_TRUE(NonFiniteValues(mixed).empty()) << ::testing::PrintToString(NonFiniteValues(mixed));
+    EXPECT_LE(OutputError(RunAll(model, feeds), mixed), 8 * UnitRoundoff(DType::kFloat16));
+  }
+}
+
 TEST(ConverterPains, P09_DataMaxKeepsRecordedLargeValuesFloat32) {
   // Constants in range, but h * 100 reaches 1e5 on these inputs.
   const onnx::ModelProto model = ScaledChain(100.0f, 0.001f);

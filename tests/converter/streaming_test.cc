@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -27,6 +28,7 @@
 
 #include "converter/convert_model.h"
 #include "converter/passes/convert_initializers.h"
+#include "converter/paint_seeds.h"
 #include "converter/passes/low_tensor.h"
 #include "runtime/core/convert.h"
 #include "runtime/onnx/model_io.h"
@@ -100,6 +102,47 @@ std::vector<float> EdgeValues(size_t count) {
   while (values.size() < count) values.push_back(normal(rng));
   values.resize(count);
   return values;
+}
+
+// Paint reads a streamed tensor through the summary of its chunks and an in-memory one
+// through the summary of its data: both must agree, whatever the chunking.
+TEST(StreamingTest, ChunkedValueSummaryMatchesWholeTensor) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  struct Case {
+    std::vector<float> values;
+    float largest_finite;
+    float smallest_nonzero;  // NaN: the first non-zero value is NaN
+  };
+  const std::vector<Case> cases = {
+      {{0.0f, -3.0f, 1e-7f, 70000.0f, -0.0f}, 70000.0f, 1e-7f},
+      {{0.0f, 0.0f}, 0.0f, 0.0f},
+      {{inf, -2.0f, 5.0f}, 5.0f, 2.0f},
+      {{0.0f, nan, 1e-9f, 4.0f}, 4.0f, nan},
+      {{1.0f, nan, 1e-9f}, 1.0f, 1e-9f},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::PrintToString(c.values));
+    onnx::TensorProto tensor;
+    tensor.set_data_type(onnx::TensorProto::FLOAT);
+    tensor.set_raw_data(c.values.data(), c.values.size() * sizeof(float));
+    const ValueSummary whole = SummarizeFloatTensor(tensor);
+    EXPECT_EQ(whole.largest_finite, c.largest_finite);
+    if (std::isnan(c.smallest_nonzero)) {
+      EXPECT_TRUE(std::isnan(whole.smallest_nonzero));
+    } else {
+      EXPECT_EQ(whole.smallest_nonzero, c.smallest_nonzero);
+    }
+    for (size_t chunk = 1; chunk <= c.values.size(); ++chunk) {
+      MagnitudeSummary chunked;
+      for (size_t i = 0; i < c.values.size(); i += chunk) {
+        chunked.AddBytes(reinterpret_cast<const char*>(c.values.data() + i),
+                         std::min(chunk, c.values.size() - i) * sizeof(float));
+      }
+      const ValueSummary streamed = chunked.Summary();
+      EXPECT_EQ(std::memcmp(&streamed, &whole, sizeof(ValueSummary)), 0) << "chunk " << chunk;
+    }
+  }
 }
 
 TEST(StreamingTest, ChunkConversionMatchesTensorConversion) {
