@@ -16,7 +16,8 @@ import unittest
 import numpy as np
 import onnx
 import onnxruntime as ort
-from onnx import helper, numpy_helper
+
+from ort_emulation import emulate
 
 ARGS = None
 POLICIES = ["float32", "float16", "bfloat16", "mixed_float16", "mixed_bfloat16"]
@@ -57,54 +58,6 @@ def with_logits_output(model):
     copy.CopyFrom(model)
     copy.graph.output.append(onnx.helper.make_empty_tensor_value_info("logits"))
     return copy
-
-
-def emulate_bfloat16(model):
-    """A float32 model computing what `model` computes under our numeric contract:
-    each bfloat16 node reads bfloat16 values, computes in float32 and rounds its outputs
-    once. ONNX Runtime's CPU provider has no bfloat16 kernels but does have Cast to and
-    from bfloat16, which does the rounding (nearest even)."""
-    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
-    bf16 = onnx.TensorProto.BFLOAT16
-    low = set()
-    for graph_values in (inferred.graph.input, inferred.graph.output, inferred.graph.value_info):
-        low.update(v.name for v in graph_values if v.type.tensor_type.elem_type == bf16)
-    low.update(t.name for t in inferred.graph.initializer if t.data_type == bf16)
-
-    def to_float(tensor):
-        # bfloat16 is the top half of a float32: widen the bits exactly.
-        bits = np.frombuffer(tensor.raw_data, dtype=np.uint16) if tensor.raw_data else \
-            np.array(tensor.int32_data, dtype=np.uint16)
-        values = (bits.astype(np.uint32) << 16).view(np.float32).reshape(tuple(tensor.dims))
-        return numpy_helper.from_array(values, tensor.name)
-
-    graph = onnx.GraphProto()
-    graph.CopyFrom(model.graph)
-    for i, tensor in enumerate(graph.initializer):
-        if tensor.data_type == bf16:
-            graph.initializer[i].CopyFrom(to_float(tensor))
-    for values in (graph.input, graph.output, graph.value_info):
-        for v in values:
-            if v.type.tensor_type.elem_type == bf16:
-                v.type.tensor_type.elem_type = onnx.TensorProto.FLOAT
-    nodes = []
-    for node in graph.node:
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.TENSOR and attr.t.data_type == bf16:
-                attr.t.CopyFrom(to_float(attr.t))
-        rounded = [o for o in node.output if o in low]
-        for o in rounded:
-            node.output[list(node.output).index(o)] = o + "__unrounded"
-        nodes.append(node)
-        for o in rounded:
-            nodes.append(helper.make_node("Cast", [o + "__unrounded"], [o + "__bf16"], to=bf16))
-            nodes.append(helper.make_node("Cast", [o + "__bf16"], [o], to=onnx.TensorProto.FLOAT))
-    del graph.node[:]
-    graph.node.extend(nodes)
-    emulated = onnx.ModelProto()
-    emulated.CopyFrom(model)
-    emulated.graph.CopyFrom(graph)
-    return emulated
 
 
 def run(model, feeds):
@@ -155,7 +108,7 @@ class ConvertBundledModelsTest(unittest.TestCase):
                         # Softmax on a kept output stays float32 under every policy.
                         softmax = [n for n in report["nodes"] if n["op"] == "Softmax" and n["name"] == "softmax"]
                         self.assertTrue(all(n["dtype"] == "float" for n in softmax), softmax)
-                        runnable = emulate_bfloat16(converted) if "bfloat16" in policy else converted
+                        runnable = emulate(converted) if "bfloat16" in policy else converted
                         got = run(runnable, feeds)
                         # Each of the L low nodes rounds its output once (relative error
                         # u); independent roundings add in quadrature, so the logits move

@@ -23,6 +23,8 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
+from ort_emulation import emulate
+
 ARGS = None
 F32 = TensorProto.FLOAT
 # Unit roundoff (half an ulp at 1) of each low dtype.
@@ -87,51 +89,8 @@ def run(model, feeds):
     return dict(zip(names, session.run(None, feeds)))
 
 
-def emulate_bfloat16(model):
-    """A float32 model computing what the bfloat16 `model` computes under our numeric
-    contract (main graph): bfloat16 initializers and constants widened exactly, each
-    bfloat16 node output rounded once through Cast(bfloat16) -> Cast(float)."""
-    bf16 = TensorProto.BFLOAT16
-    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
-    low = set()
-    for values in (inferred.graph.input, inferred.graph.output, inferred.graph.value_info):
-        low.update(v.name for v in values if v.type.tensor_type.elem_type == bf16)
-
-    def widened(tensor):
-        bits = np.frombuffer(tensor.raw_data, dtype=np.uint16) if tensor.raw_data else \
-            np.array(tensor.int32_data, dtype=np.uint16)
-        values = (bits.astype(np.uint32) << 16).view(np.float32).reshape(tuple(tensor.dims))
-        return numpy_helper.from_array(values, tensor.name)
-
-    emulated = onnx.ModelProto()
-    emulated.CopyFrom(model)
-    graph = emulated.graph
-    for tensor in graph.initializer:
-        if tensor.data_type == bf16:
-            tensor.CopyFrom(widened(tensor))
-    for values in (graph.input, graph.output, graph.value_info):
-        for v in values:
-            if v.type.tensor_type.elem_type == bf16:
-                v.type.tensor_type.elem_type = F32
-    nodes = []
-    for node in graph.node:
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.TENSOR and attr.t.data_type == bf16:
-                attr.t.CopyFrom(widened(attr.t))
-        rounded = [o for o in node.output if o in low]
-        for o in rounded:
-            node.output[list(node.output).index(o)] = o + "__unrounded"
-        nodes.append(node)
-        for o in rounded:
-            nodes.append(helper.make_node("Cast", [o + "__unrounded"], [o + "__bf16"], to=bf16))
-            nodes.append(helper.make_node("Cast", [o + "__bf16"], [o], to=F32))
-    del graph.node[:]
-    graph.node.extend(nodes)
-    return emulated
-
-
 def runnable(model, policy):
-    return emulate_bfloat16(model) if "bfloat16" in policy else model
+    return emulate(model) if "bfloat16" in policy else model
 
 
 def with_abs_initializers(model):
@@ -515,7 +474,7 @@ class PainsOrt(unittest.TestCase):
         self.assertEqual(node_dtypes(report)["conv"], "bfloat16")
         self.assertEqual([o.version for o in upgraded.opset_import if o.domain in ("", "ai.onnx")], [22])
         x = np.linspace(-2, 2, 16, dtype=np.float32).reshape(1, 1, 4, 4)
-        got = run(emulate_bfloat16(upgraded), {"x": x})["y"]
+        got = run(emulate(upgraded), {"x": x})["y"]
         # y = 0.5 x: x rounded to bfloat16 once, the product exact, rounded once more.
         assert_close(self, got, 0.5 * x, np.abs(0.5 * x), 2, UNIT_ROUNDOFF["bfloat16"], "y")
 
