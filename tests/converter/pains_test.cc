@@ -819,12 +819,19 @@ TEST(ConverterPains, P10_TinyEpsilonStaysNonZeroAndOutputFinite) {
     const auto result = ConvertOk(model, Options(kind));
     EXPECT_EQ(NodeDType(result.report, "mm_out"), kind == PolicyKind::kMixedFloat16 ? "float16" : "bfloat16");
     if (kind == PolicyKind::kMixedFloat16) {
+      // 1e-12 is 0 in float16: the guard and the division stay float32; the Sqrt is
+      // infer-class with no low consumer, so it stays float32 too.
       EXPECT_EQ(NodeDType(result.report, "guard"), "float");
       EXPECT_EQ(NodeDType(result.report, "div"), "float");
+      EXPECT_EQ(NodeDType(result.report, "sqrt"), "float");
+      EXPECT_EQ(NodeDType(result.report, "mm_v"), "float16");
       const onnx::TensorProto* eps = FindInitializer(result.model.graph(), "eps");
       ASSERT_NE(eps, nullptr);
       EXPECT_EQ(eps->data_type(), onnx::TensorProto::FLOAT);
       EXPECT_TRUE(result.report.clamped.empty());  // nothing flushed to zero
+    } else {
+      // bfloat16 has float32's range: 1e-12 survives and the guard runs low.
+      EXPECT_EQ(NodeDType(result.report, "guard"), "bfloat16");
     }
     const auto mixed = RunModel(result.model, feeds);
     const std::vector<double>& y = mixed.at("y");

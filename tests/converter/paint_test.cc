@@ -20,15 +20,6 @@ using testing::Options;
 const std::vector<float> kW16(16, 0.25f);
 const std::vector<float> kB4 = {0.5f, -0.5f, 1.0f, 2.0f};
 
-const onnx::TensorProto& FindEps(const onnx::ModelProto& model) {
-  for (const auto& init : model.graph().initializer()) {
-    if (init.name() == "eps") return init;
-  }
-  static const onnx::TensorProto kNone;
-  ADD_FAILURE() << "no initializer eps";
-  return kNone;
-}
-
 // x -> Exp -> Add -> Relu -> Add -> Relu -> MatMul -> y
 // (deny -> infer -> clear -> infer -> clear -> allow).
 onnx::ModelProto DenyChain() {
@@ -316,31 +307,6 @@ TEST(PaintTest, ShapeArithmeticStaysFloat32) {
       }
     }
   }
-}
-
-// MatMul -> x / (sqrt(v) + 1e-12) -> MatMul: 1e-12 is 0 in float16, so the guard and
-// the division stay float32 under mixed_float16 (v = 0 would give inf otherwise).
-TEST(PaintTest, TinyEpsilonGuardStaysFloat32) {
-  onnx::ModelProto model = testing::NewModel();
-  GraphBuilder g(model.mutable_graph());
-  g.Input("x", DType::kFloat32, {2, 4}).Input("v", DType::kFloat32, {2, 4}).Output("y", DType::kFloat32, {2, 4});
-  g.Floats("W", {4, 4}, kW16).Floats("eps", {}, {1e-12f});
-  g.Node("MatMul", {"x", "W"}, {"h"}, "mm1");
-  g.Node("MatMul", {"v", "W"}, {"hv"}, "mmv");
-  g.Node("Sqrt", {"hv"}, {"sd"}, "sqrt");
-  g.Node("Add", {"sd", "eps"}, {"den"}, "guard");
-  g.Node("Div", {"h", "den"}, {"q"}, "div");
-  g.Node("MatMul", {"q", "W"}, {"y"}, "mm2");
-  const auto mixed = ConvertOk(model, Options(PolicyKind::kMixedFloat16));
-  EXPECT_EQ(NodeDType(mixed.report, "guard"), "float");
-  EXPECT_EQ(NodeDType(mixed.report, "div"), "float");
-  EXPECT_EQ(NodeDType(mixed.report, "sqrt"), "float");  // infer, no low node downstream
-  EXPECT_EQ(NodeDType(mixed.report, "mmv"), "float16");
-  EXPECT_EQ(NodeDType(mixed.report, "mm2"), "float16");
-  EXPECT_EQ(FindEps(mixed.model).data_type(), onnx::TensorProto::FLOAT);
-  // bfloat16 has float32's range: 1e-12 survives and the guard goes low.
-  const auto bf16 = ConvertOk(model, Options(PolicyKind::kMixedBFloat16));
-  EXPECT_EQ(NodeDType(bf16.report, "guard"), "bfloat16");
 }
 
 }  // namespace
