@@ -28,7 +28,7 @@ const std::set<std::string>& KernelsUnderTest() {
       "And", "Or", "Xor", "Not", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
       "Max", "Min", "Sum", "Mean", "Where", "Clip", "Cast", "CastLike",
       "ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2", "ReduceLogSum",
-      "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin", "CumSum", "TopK"};
+      "ReduceLogSumExp", "ReduceSumSquare", "ArgMax", "ArgMin", "CumSum", "TopK", "RNN", "GRU", "LSTM"};
   return ops;
 }
 

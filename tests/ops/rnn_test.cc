@@ -1,5 +1,5 @@
-// RNN / GRU / LSTM kernels: the ONNX backend node tests (float32), a straightforward
-// double-precision reference written here (directions, sequence_lens, layout 1,
+// RNN / GRU / LSTM kernels (their ONNX backend node tests run in backend_node_test.cc):
+// a straightforward double-precision reference written here (directions, sequence_lens, layout 1,
 // initial states, peepholes, linear_before_reset, input_forget, clip, activations),
 // and float16/bfloat16 against the float32 kernel run on the same rounded inputs.
 //
@@ -18,7 +18,6 @@
 //   stepping the float32 kernel with rounded states fed back reproduces them exactly.
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <functional>
 #include <map>
 #include <string>
@@ -28,12 +27,9 @@
 
 #include "runtime/core/float16.h"
 #include "tests/ops/dnn_test_util.h"
-#include "tests/ops/tensor_proto_reader.h"
 
 namespace onnx_amp::testing {
 namespace {
-
-namespace fs = std::filesystem;
 
 constexpr double kRho = 0.125;
 constexpr double kLipschitz = 1.0 + 4.0 * kRho;
@@ -296,76 +292,6 @@ void ExpectMatchesReference(const RecurrentCase& c, uint32_t seed) {
     ExpectWithin(ToDoubles((*out)[2]), ref.y_c, Float32Bound(c, ref.state_steps), c.op + " Y_c");
   }
 }
-
-// ---- the ONNX backend node tests ----
-
-fs::path NodeTestRoot() { return fs::path(ONNX_AMP_BACKEND_TEST_DATA) / "node"; }
-
-std::vector<std::string> BackendCases() {
-  std::vector<std::string> cases;
-  std::error_code error;
-  for (const fs::directory_entry& entry : fs::directory_iterator(NodeTestRoot(), error)) {
-    Expected<onnx::ModelProto> model = ReadModelProto(entry.path() / "model.onnx");
-    if (!model.ok() || model->graph().node_size() != 1) continue;
-    const std::string& op = model->graph().node(0).op_type();
-    if (op == "RNN" || op == "GRU" || op == "LSTM") cases.push_back(entry.path().filename().string());
-  }
-  std::sort(cases.begin(), cases.end());
-  return cases;
-}
-
-class RecurrentBackendTest : public ::testing::TestWithParam<std::string> {};
-
-// The backend runner's tolerance (rtol 1e-3, atol 1e-7): the stored outputs come from
-// NumPy's float32 reference with its own summation order.
-TEST_P(RecurrentBackendTest, MatchesStoredOutputs) {
-  const fs::path dir = NodeTestRoot() / GetParam();
-  Expected<onnx::ModelProto> model = ReadModelProto(dir / "model.onnx");
-  ASSERT_TRUE(model.ok()) << model.status().message();
-  const onnx::GraphProto& graph = model->graph();
-  int opset = 1;
-  for (const onnx::OperatorSetIdProto& id : model->opset_import()) {
-    if (id.domain().empty() || id.domain() == "ai.onnx") opset = static_cast<int>(id.version());
-  }
-  int data_sets = 0;
-  for (; fs::exists(dir / ("test_data_set_" + std::to_string(data_sets))); ++data_sets) {
-    const fs::path set = dir / ("test_data_set_" + std::to_string(data_sets));
-    std::map<std::string, Tensor> values;
-    for (int i = 0; i < graph.input_size(); ++i) {
-      Expected<onnx::TensorProto> proto = ReadTensorProto(set / ("input_" + std::to_string(i) + ".pb"));
-      ASSERT_TRUE(proto.ok()) << proto.status().message();
-      Expected<Tensor> tensor = TensorFromProto(*proto);
-      ASSERT_TRUE(tensor.ok()) << tensor.status().message();
-      values[graph.input(i).name()] = *tensor;
-    }
-    const onnx::NodeProto& node = graph.node(0);
-    std::vector<Tensor> inputs;
-    for (const std::string& name : node.input()) inputs.push_back(name.empty() ? Tensor() : values[name]);
-    Expected<std::vector<Tensor>> outputs = RunNode(node, opset, inputs);
-    ASSERT_TRUE(outputs.ok()) << outputs.status().message();
-    for (int o = 0; o < graph.output_size(); ++o) {
-      Expected<onnx::TensorProto> proto = ReadTensorProto(set / ("output_" + std::to_string(o) + ".pb"));
-      ASSERT_TRUE(proto.ok()) << proto.status().message();
-      Expected<Tensor> expected = TensorFromProto(*proto);
-      ASSERT_TRUE(expected.ok()) << expected.status().message();
-      const auto slot = std::find(node.output().begin(), node.output().end(), graph.output(o).name());
-      ASSERT_NE(slot, node.output().end());
-      const Tensor& actual = (*outputs)[static_cast<size_t>(slot - node.output().begin())];
-      ASSERT_EQ(actual.shape(), expected->shape()) << graph.output(o).name();
-      const std::vector<double> want = ToDoubles(*expected);
-      std::vector<double> bound(want.size());
-      for (size_t i = 0; i < want.size(); ++i) bound[i] = 1e-7 + 1e-3 * std::fabs(want[i]);
-      ExpectWithin(ToDoubles(actual), want, bound, GetParam() + " " + graph.output(o).name());
-    }
-  }
-  EXPECT_GT(data_sets, 0);
-}
-
-INSTANTIATE_TEST_SUITE_P(Node, RecurrentBackendTest, ::testing::ValuesIn(BackendCases()),
-                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
-
-// The node suite holds test_rnn_seq_length, 3 test_simple_rnn_*, 4 test_gru_* and 4 test_lstm_*.
-TEST(RecurrentBackendCases, AllAreFound) { EXPECT_GE(BackendCases().size(), 12u); }
 
 // ---- against the double reference ----
 
