@@ -130,6 +130,7 @@ Status PaintAndRewrite(ConvertResult& result, const ConvertOptions& options) {
   ConversionReport& report = result.report;
   report.policy = std::string(PolicyKindName(options.policy.kind));
   report.target = std::string(ConvertTargetName(options.target));
+  report.hardware = std::string(TargetHardwareName(options.policy.hardware));
   report.opset = DefaultOpset(result.model);
   AddPlanToReport(plan, report);
 

@@ -47,6 +47,7 @@ nlohmann::json ReportToJson(const ConversionReport& report) {
   }
   return {{"policy", report.policy},
           {"target", report.target},
+          {"hardware", report.hardware},
           {"opset", report.opset},
           {"casts_inserted", report.casts_inserted},
           {"casts_retargeted", report.casts_retargeted},

@@ -35,6 +35,7 @@ struct NodeReport {
 struct ConversionReport {
   std::string policy;
   std::string target;
+  std::string hardware;  // the target hardware the policy assumed (TargetHardwareName)
   int64_t opset = 0;
   std::vector<NodeReport> nodes;
   int64_t casts_inserted = 0;

@@ -19,7 +19,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 ARGS = None
 
-PRECISION_KEYS = {"policy", "target", "casts_inserted", "casts_retargeted", "float_nodes", "converted_nodes",
+PRECISION_KEYS = {"policy", "target", "hardware", "casts_inserted", "casts_retargeted", "float_nodes", "converted_nodes",
                   "percent_converted", "clamped", "unknown_ops", "nodes", "tensor_core"}
 NODE_KEYS = {"graph", "name", "op", "dtype", "class", "reason"}
 MISS_KEYS = {"node", "op", "dtype", "dims"}
@@ -143,6 +143,7 @@ class TransformerPolicyTest(unittest.TestCase):
                 self.assertEqual(set(dim), DIM_KEYS)
         self.assertEqual(self.precision["policy"], "mixed_float16")
         self.assertEqual(self.precision["target"], "portable")
+        self.assertEqual(self.precision["hardware"], "any")
         self.assertEqual(self.precision["unknown_ops"], [])
 
     def test_without_policy_inspect_is_unchanged(self):

@@ -173,15 +173,17 @@ class ConvertBundledModelsTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             policy_file = os.path.join(tmp, "policy.json")
             with open(policy_file, "w", encoding="utf-8") as f:
-                json.dump({"policy": "float16", "keep_io_types": False}, f)
+                json.dump({"policy": "float16", "keep_io_types": False, "hardware": "cpu-no-bf16"}, f)
             out = os.path.join(tmp, "out.onnx")
             report_path = os.path.join(tmp, "r.json")
-            # The flag overrides the file's policy; the file's keep_io_types stays.
+            # The flag overrides the file's policy; the file's keep_io_types and hardware stay.
             result = run_cli("convert", model, "-o", out, "--policy-file", policy_file,
                              "--policy", "mixed_float16", "--report", report_path)
             self.assertEqual(result.returncode, 0, result.stderr)
             with open(report_path, encoding="utf-8") as f:
-                self.assertEqual(json.load(f)["policy"], "mixed_float16")
+                report = json.load(f)
+            self.assertEqual(report["policy"], "mixed_float16")
+            self.assertEqual(report["hardware"], "cpu-no-bf16")
             converted = onnx.load(out)
             self.assertEqual(converted.graph.input[0].type.tensor_type.elem_type, onnx.TensorProto.FLOAT16)
 

@@ -155,7 +155,8 @@ nlohmann::ordered_json SummaryJson(const ModelSummary& summary) {
 std::string PrecisionText(const PrecisionSummary& summary) {
   const ConversionReport& report = summary.report;
   std::ostringstream out;
-  out << "Precision (policy " << report.policy << ", target " << report.target << "; nothing written):\n";
+  out << "Precision (policy " << report.policy << ", target " << report.target << ", hardware " << report.hardware
+      << "; nothing written):\n";
   out << "  Converted: " << report.converted_nodes << " of " << report.float_nodes << " float nodes ("
       << std::fixed << std::setprecision(1) << report.PercentConverted() << "%)\n";
   out << "  Casts inserted: " << report.casts_inserted << "\n";
@@ -202,6 +203,7 @@ nlohmann::ordered_json PrecisionJson(const PrecisionSummary& summary) {
   nlohmann::ordered_json json;
   json["policy"] = report.policy;
   json["target"] = report.target;
+  json["hardware"] = report.hardware;
   json["casts_inserted"] = report.casts_inserted;
   json["casts_retargeted"] = report.casts_retargeted;
   json["float_nodes"] = report.float_nodes;
