@@ -21,16 +21,18 @@ std::vector<float> ToFloat32(const Tensor& tensor) {
   return values;
 }
 
-void StoreFromFloat32(const float* values, Tensor& out) {
-  const size_t count = static_cast<size_t>(out.num_elements());
+void StoreFromFloat32(const float* values, Tensor& out) { StoreFromFloat32Range(values, out, 0, out.num_elements()); }
+
+void StoreFromFloat32Range(const float* values, Tensor& out, int64_t begin, int64_t end) {
+  const size_t count = static_cast<size_t>(end - begin);
   if (count == 0) return;
   if (out.dtype() == DType::kFloat32) {
-    if (out.data<float>() != values) std::memcpy(out.data<float>(), values, count * sizeof(float));
+    if (out.data<float>() != values) std::memcpy(out.data<float>() + begin, values + begin, count * sizeof(float));
   } else if (out.dtype() == DType::kFloat16) {
-    ConvertFloatToHalf(values, out.data<uint16_t>(), count);
+    ConvertFloatToHalf(values + begin, out.data<uint16_t>() + begin, count);
   } else {
     ONNX_AMP_ASSERT(out.dtype() == DType::kBFloat16, "StoreFromFloat32 takes float32, float16 or bfloat16");
-    ConvertFloatToBFloat16(values, out.data<uint16_t>(), count);
+    ConvertFloatToBFloat16(values + begin, out.data<uint16_t>() + begin, count);
   }
 }
 

@@ -68,5 +68,7 @@ Status DispatchFloat(const KernelContext& context, DType dtype, Fn&& fn) {
 std::vector<float> ToFloat32(const Tensor& tensor);
 // Rounds float32 values once into a float32, float16 or bfloat16 tensor.
 void StoreFromFloat32(const float* values, Tensor& out);
+// The same for elements [begin, end) only (values indexed like out).
+void StoreFromFloat32Range(const float* values, Tensor& out, int64_t begin, int64_t end);
 
 }  // namespace onnx_amp

@@ -1,11 +1,9 @@
 #include "ops/linalg/fused_activation.h"
 
 #include <bit>
-#include <cstring>
 
 #include "ops/elementwise/elementwise_math.h"
 #include "ops/linalg/float_compute.h"
-#include "runtime/core/convert.h"
 #include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {
@@ -101,29 +99,7 @@ void ApplyActivation(const FusedActivation& activation, Tensor& out, ThreadPool&
 
 void StoreWithActivation(const float* values, Tensor& out, const FusedActivation& activation, ThreadPool& threads) {
   threads.ParallelFor(out.num_elements(), kChunk, [&](int64_t begin, int64_t end) {
-    const size_t count = static_cast<size_t>(end - begin);
-    switch (out.dtype()) {
-      case DType::kFloat32:
-        if (out.data<float>() != values) std::memcpy(out.data<float>() + begin, values + begin, count * sizeof(float));
-        break;
-      case DType::kFloat16: ConvertFloatToHalf(values + begin, out.data<uint16_t>() + begin, count); break;
-      case DType::kBFloat16: ConvertFloatToBFloat16(values + begin, out.data<uint16_t>() + begin, count); break;
-      case DType::kUndefined:
-      case DType::kUInt8:
-      case DType::kInt8:
-      case DType::kUInt16:
-      case DType::kInt16:
-      case DType::kInt32:
-      case DType::kInt64:
-      case DType::kString:
-      case DType::kBool:
-      case DType::kFloat64:
-      case DType::kUInt32:
-      case DType::kUInt64:
-      case DType::kComplex64:
-      case DType::kComplex128:
-        ONNX_AMP_ASSERT(false, "StoreWithActivation takes float32, float16 or bfloat16");
-    }
+    StoreFromFloat32Range(values, out, begin, end);
     ApplyRange(activation, out, begin, end);
   });
 }
