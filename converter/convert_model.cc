@@ -1,10 +1,10 @@
 #include "converter/convert_model.h"
 
 #include <cstdint>
+#include <optional>
 #include <utility>
 
-#include <onnx/version_converter/convert.h>
-
+#include "converter/opset_upgrade.h"
 #include "converter/paint.h"
 #include "converter/paint_seeds.h"
 #include "converter/passes/convert_initializers.h"
@@ -18,27 +18,10 @@
 #include "runtime/onnx/folder_checks.h"
 #include "runtime/onnx/onnx_checks.h"
 #include "runtime/onnx/tensor_walk.h"
+#include "runtime/core/onnx_domain.h"
 
 namespace onnx_amp {
 namespace {
-
-int64_t DefaultOpset(const onnx::ModelProto& model) {
-  for (const auto& opset : model.opset_import()) {
-    if (opset.domain().empty() || opset.domain() == "ai.onnx") return opset.version();
-  }
-  return 0;
-}
-
-Expected<onnx::ModelProto> ChangeOpset(onnx::ModelProto&& model, int64_t opset) {
-  const int64_t current = DefaultOpset(model);
-  if (opset == current) return std::move(model);
-  try {
-    return onnx::version_conversion::ConvertVersion(model, static_cast<int>(opset));
-  } catch (const std::exception& e) {
-    return InvalidArgument("--opset " + std::to_string(opset) + ": cannot convert the model from opset " +
-                           std::to_string(current) + ": " + e.what());
-  }
-}
 
 void SetMetadata(onnx::ModelProto& model, const std::string& key, const std::string& value) {
   for (auto& entry : *model.mutable_metadata_props()) {
@@ -116,10 +99,10 @@ Status Verify(const onnx::GraphProto& before, onnx::ModelProto& after, const Con
   return CheckInterface(before, after.graph(), options.policy.keep_io_types);
 }
 
-// Paints result.model and runs the passes on it. The plan and the type map are freed
-// on return, before verification.
-Status PaintAndRewrite(ConvertResult& result, const ConvertOptions& options) {
-  ONNX_AMP_ASSIGN_OR_RETURN(ValueTypeMap types, InferValueTypes(result.model));
+// Paints result.model, whose opset is settled, and runs the passes on it. The plan and
+// the type map are freed on return, before verification.
+Status PaintAndRewrite(ConvertResult& result, const ConvertOptions& options, SettledOpset settled) {
+  ValueTypeMap types = std::move(settled.types);
   ValueSummaries external;
   if (!options.external_data_folder.empty()) {
     ONNX_AMP_ASSIGN_OR_RETURN(external, SummarizeExternalTensors(result.model, options.external_data_folder));
@@ -132,6 +115,7 @@ Status PaintAndRewrite(ConvertResult& result, const ConvertOptions& options) {
   report.target = std::string(ConvertTargetName(options.target));
   report.hardware = std::string(TargetHardwareName(options.policy.hardware));
   report.opset = DefaultOpset(result.model);
+  report.opset_decision = std::move(settled.decision);
   AddPlanToReport(plan, report);
 
   if (IsLowPrecision(plan.low_type)) {  // the float32 policy paints nothing
@@ -143,6 +127,18 @@ Status PaintAndRewrite(ConvertResult& result, const ConvertOptions& options) {
     RetypeValues(plan);
   }
   return Status::Ok();
+}
+
+// Paints `model`, whose opset is settled, runs the passes and verifies the result.
+Expected<ConvertResult> ConvertSettled(onnx::ModelProto&& model, SettledOpset settled, const onnx::GraphProto& before,
+                                       const ConvertOptions& options) {
+  ConvertResult result;
+  result.external_data_folder = options.external_data_folder;
+  result.model = std::move(model);
+  ONNX_AMP_RETURN_IF_ERROR(PaintAndRewrite(result, options, std::move(settled)));
+  if (options.target == ConvertTarget::kOnnxAmp) SetMetadata(result.model, kTargetMetadataKey, "onnx-amp");
+  ONNX_AMP_RETURN_IF_ERROR(Verify(before, result.model, options));
+  return result;
 }
 
 }  // namespace
@@ -168,22 +164,22 @@ Expected<ConvertResult> ConvertModel(const onnx::ModelProto& model, const Conver
 Expected<ConvertResult> ConvertModel(onnx::ModelProto&& model, const ConvertOptions& options) {
   Status checked = Check(model, options.external_data_folder);
   if (!checked.ok()) return checked.WithContext("input model");
-  ConvertResult result;
-  result.external_data_folder = options.external_data_folder;
-  if (options.opset) {
-    ONNX_AMP_ASSIGN_OR_RETURN(result.model, ChangeOpset(std::move(model), *options.opset));
-  } else {
-    result.model = std::move(model);
-  }
   onnx::GraphProto before;
-  *before.mutable_input() = result.model.graph().input();
-  *before.mutable_output() = result.model.graph().output();
+  *before.mutable_input() = model.graph().input();
+  *before.mutable_output() = model.graph().output();
 
-  ONNX_AMP_RETURN_IF_ERROR(PaintAndRewrite(result, options));
-  if (options.target == ConvertTarget::kOnnxAmp) SetMetadata(result.model, kTargetMetadataKey, "onnx-amp");
-
-  ONNX_AMP_RETURN_IF_ERROR(Verify(before, result.model, options));
-  return result;
+  const OpsetRequest opset_request{options.opset, options.keep_opset};
+  ONNX_AMP_ASSIGN_OR_RETURN(SettledOpset settled, SettleOpset(model, opset_request, options.policy, options.target,
+                                                              options.external_data_folder));
+  std::optional<onnx::ModelProto> unraised = std::move(settled.unraised);
+  const int64_t raised_to = settled.decision.to;
+  Expected<ConvertResult> result = ConvertSettled(std::move(model), std::move(settled), before, options);
+  if (result.ok() || !unraised) return result;
+  // The version converter's output can fail where the model itself passes: convert at
+  // the model's own opset instead, saying why.
+  ONNX_AMP_ASSIGN_OR_RETURN(SettledOpset kept, SettleAfterFailedRaise(*unraised, raised_to, result.status(),
+                                                                      options.policy, options.target));
+  return ConvertSettled(std::move(*unraised), std::move(kept), before, options);
 }
 
 Status SaveConvertedModel(ConvertResult& result, const std::filesystem::path& path, const SaveOptions& options) {

@@ -1,7 +1,7 @@
-// ConvertModel: the conversion pipeline. Infers types, paints (paint.h), runs the
-// passes (converter/passes/, in this order: retarget_casts, rewrite_attributes,
-// convert_initializers, insert_casts, retype_values) and verifies the result before
-// anyone writes it: the ONNX checker, strict shape and type inference (target
+// ConvertModel: the conversion pipeline. Settles the output opset and infers types
+// (opset_upgrade.h), paints (paint.h), runs the passes (converter/passes/, in this
+// order: retarget_casts, rewrite_attributes, convert_initializers, insert_casts,
+// retype_values) and verifies the result before anyone writes it: the ONNX checker, strict shape and type inference (target
 // portable), and unchanged I/O names and kept I/O dtypes.
 //
 // Large models: a model loaded with its large tensors left in their external files
@@ -30,7 +30,10 @@ Expected<ConvertTarget> ParseConvertTarget(std::string_view name);
 struct ConvertOptions {
   PrecisionPolicy policy;  // Compile()d by the caller
   ConvertTarget target = ConvertTarget::kPortable;
-  std::optional<int64_t> opset;  // default-domain opset of the output; nullopt keeps the model's
+  // Default-domain opset of the output: nullopt settles it (converter/opset_upgrade.h),
+  // raising it where ops that would run low need a newer one unless keep_opset is set.
+  std::optional<int64_t> opset;
+  bool keep_opset = false;
   // Where the model's external data locations resolve (the input model's folder) when it
   // was loaded with tensors left in their files; empty when it holds all its data.
   std::filesystem::path external_data_folder;
@@ -44,8 +47,8 @@ struct ConvertResult {
 };
 
 // Errors: kInvalidModel when the input fails the checker or type inference;
-// kInvalidArgument for an opset the version converter cannot reach; kInternal when
-// the converted model fails verification.
+// kInvalidArgument for a pinned opset the version converter cannot reach, or for
+// keep_opset with a pinned opset; kInternal when the converted model fails verification.
 Expected<ConvertResult> ConvertModel(const onnx::ModelProto& model, const ConvertOptions& options);
 // The same, converting `model` in place instead of a copy of it.
 Expected<ConvertResult> ConvertModel(onnx::ModelProto&& model, const ConvertOptions& options);

@@ -12,13 +12,13 @@
 #include <onnx/onnx_pb.h>
 
 #include "converter/paint_seeds.h"
+#include "converter/schema_types.h"
 #include "ops/op_def.h"
+#include "runtime/core/onnx_domain.h"
 #include "runtime/onnx/onnx_checks.h"
 
 namespace onnx_amp {
 namespace {
-
-std::string NormalizeDomain(const std::string& domain) { return domain == "ai.onnx" ? std::string() : domain; }
 
 std::string NodeLabel(const onnx::NodeProto& node) {
   return node.name().empty() ? node.op_type() + "(" + (node.output_size() ? node.output(0) : "") + ")" : node.name();
@@ -106,11 +106,6 @@ int64_t IntAttr(const onnx::NodeProto& node, const std::string& name, int64_t fa
   return fallback;
 }
 
-// The largest finite number of a low dtype: (2 - 2^(1-p)) * 2^emax.
-double LowLargestFinite(DType low_type) {
-  return low_type == DType::kFloat16 ? 65504.0 : 3.3895313892515355e38;
-}
-
 std::vector<int64_t> Int64Values(const onnx::TensorProto& t) {
   std::vector<int64_t> values(t.int64_data().begin(), t.int64_data().end());
   if (!t.raw_data().empty() && t.raw_data().size() % sizeof(int64_t) == 0) {
@@ -173,7 +168,7 @@ class Painter {
 
   Expected<ConversionPlan> Run() {
     plan_.low_type = policy_.LowType();
-    for (const auto& opset : model_.opset_import()) opsets_[NormalizeDomain(opset.domain())] = opset.version();
+    for (const auto& opset : model_.opset_import()) opsets_[std::string(CanonicalDomain(opset.domain()))] = opset.version();
     AddGraph(*model_.mutable_graph(), -1, "main");
     for (const auto& input : model_.graph().input()) main_inputs_.insert(input.name());
     for (int r = 0; r < static_cast<int>(refs_.size()); ++r) BuildUnits(r);
@@ -273,14 +268,13 @@ class Painter {
     node_ref.input_unit.assign(node.input_size(), -1);
     node_ref.output_unit.assign(node.output_size(), -1);
     if (node_ref.node_class.reason == "unknown op") {
-      const std::string domain = NormalizeDomain(node.domain());
-      unknown_ops_.insert((domain.empty() ? "ai.onnx" : domain) + ":" + node.op_type());
+      unknown_ops_.insert(std::string(DisplayDomain(node.domain())) + ":" + node.op_type());
     }
     if (FeedsKeptOutput(node)) {
       node_ref.node_class = {PrecisionClass::kDeny, "feeds a float32 graph output (keep-io-types)", false};
     }
 
-    const std::string domain = NormalizeDomain(node.domain());
+    const std::string domain = std::string(CanonicalDomain(node.domain()));
     auto opset = opsets_.find(domain);
     const onnx::OpSchema* schema =
         opset == opsets_.end() ? nullptr
@@ -296,39 +290,27 @@ class Painter {
       const std::vector<std::string>* allowed = nullptr;
     };
     std::map<std::string, Draft> drafts;
-    auto variable_of = [&](const std::vector<onnx::OpSchema::FormalParameter>& params, int index,
-                           const char* side) -> std::optional<std::pair<std::string, const std::vector<std::string>*>> {
-      if (schema == nullptr) return std::pair<std::string, const std::vector<std::string>*>{"*", nullptr};
-      if (params.empty()) return std::nullopt;
-      const int p = std::min(index, static_cast<int>(params.size()) - 1);
-      if (p < index && params[p].GetOption() != onnx::OpSchema::Variadic) return std::nullopt;
-      const std::string& type_str = params[p].GetTypeStr();
-      for (const auto& constraint : schema->typeConstraintParams()) {
-        if (constraint.type_param_str != type_str) continue;
-        std::string key = type_str;
-        if (params[p].GetOption() == onnx::OpSchema::Variadic && !params[p].GetIsHomogeneous()) {
-          key += std::string("#") + side + std::to_string(index);
-        }
-        return std::pair{key, &constraint.allowed_type_strs};
-      }
-      return std::nullopt;  // a fixed type such as tensor(float): not paintable
+    // Without a schema every value shares one variable; a fixed-type parameter
+    // (tensor(float), ...) has none and is not paintable.
+    auto variable_of = [&](FormalSide side, int index) -> std::optional<FormalType> {
+      if (schema == nullptr) return FormalType{"*", nullptr};
+      return FormalTypeOf(*schema, side, index);
     };
-    static const std::vector<onnx::OpSchema::FormalParameter> kNoParams;
     for (int i = 0; i < node.input_size(); ++i) {
       if (node.input(i).empty()) continue;  // absent optional input: nothing to type
-      auto var = variable_of(schema ? schema->inputs() : kNoParams, i, "in");
+      auto var = variable_of(FormalSide::kInput, i);
       if (!var) continue;
-      Draft& draft = drafts[var->first];
+      Draft& draft = drafts[var->variable];
       draft.inputs.push_back(i);
-      draft.allowed = var->second;
+      draft.allowed = var->allowed;
     }
     for (int o = 0; o < node.output_size(); ++o) {
       if (node.output(o).empty()) continue;
-      auto var = variable_of(schema ? schema->outputs() : kNoParams, o, "out");
+      auto var = variable_of(FormalSide::kOutput, o);
       if (!var) continue;
-      Draft& draft = drafts[var->first];
+      Draft& draft = drafts[var->variable];
       draft.outputs.push_back(o);
-      draft.allowed = var->second;
+      draft.allowed = var->allowed;
     }
 
     const OpPrecisionDef* def = FindOpPrecision(node.domain(), node.op_type());
@@ -386,8 +368,7 @@ class Painter {
         unit.eligible = false;
         unit.reason = "no ONNX schema for " + node.op_type() + " at the model opset (target portable)";
       } else if (target_ == ConvertTarget::kPortable && draft.allowed != nullptr) {
-        const std::string wanted = "tensor(" + std::string(DTypeName(plan_.low_type)) + ")";
-        if (std::find(draft.allowed->begin(), draft.allowed->end(), wanted) == draft.allowed->end()) {
+        if (!AdmitsDType(*draft.allowed, plan_.low_type)) {
           unit.eligible = false;
           unit.reason = "schema " + node.op_type() + "-" + std::to_string(schema->SinceVersion()) + " does not admit " +
                         std::string(DTypeName(plan_.low_type)) + " for " + type_var + " (target portable)";
@@ -570,14 +551,9 @@ class Painter {
 
   // Whether the schema's "V" (the values If/Loop/Scan pass through) admits the low dtype.
   bool SchemaAdmitsLow(const onnx::OpSchema* schema) const {
-    if (schema == nullptr || schema->outputs().empty()) return false;
-    const std::string wanted = "tensor(" + std::string(DTypeName(plan_.low_type)) + ")";
-    for (const auto& constraint : schema->typeConstraintParams()) {
-      if (constraint.type_param_str != schema->outputs().front().GetTypeStr()) continue;
-      const auto& allowed = constraint.allowed_type_strs;
-      return std::find(allowed.begin(), allowed.end(), wanted) != allowed.end();
-    }
-    return false;
+    if (schema == nullptr) return false;
+    const std::optional<FormalType> values = FormalTypeOf(*schema, FormalSide::kOutput, 0);
+    return values && AdmitsDType(*values->allowed, plan_.low_type);
   }
 
   bool KeptMainOutput(const std::string& name) const {
@@ -598,7 +574,7 @@ class Painter {
     std::vector<int> forward, backward;
     for (int u = 0; u < n; ++u) {
       const onnx::NodeProto& node = *units_[u].node;
-      if (node.op_type() != "Cast" || !NormalizeDomain(node.domain()).empty()) continue;
+      if (node.op_type() != "Cast" || !IsOnnxDomain(node.domain())) continue;
       const DType input_type = TypeOf(node.input(0));
       const DType output_type = TypeOf(node.output(0));
       if (units_[u].cast_output && (IsInteger(input_type) || input_type == DType::kBool)) {
@@ -755,7 +731,7 @@ class Painter {
   // beyond the low dtype's largest finite number would be clamped or turn into inf;
   // the units that hold or read it stay float32 (pain 9, pain 11).
   void DenyOutOfRangeValues() {
-    const double largest = LowLargestFinite(plan_.low_type);
+    const double largest = LargestFinite(plan_.low_type);
     const std::string low_name(DTypeName(plan_.low_type));
     for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
       const Unit& unit = units_[u];
@@ -782,7 +758,7 @@ class Painter {
   }
 
   bool IsOp(int u, const char* op) const {
-    return units_[u].node->op_type() == op && NormalizeDomain(units_[u].node->domain()).empty();
+    return units_[u].node->op_type() == op && IsOnnxDomain(units_[u].node->domain());
   }
 
   // Exp -> ReduceSum/ReduceMean, directly or through element-wise and data-movement
@@ -824,7 +800,7 @@ class Painter {
     auto it = producers_.find(name);
     if (it == producers_.end()) return nullptr;
     const onnx::NodeProto& node = *refs_[it->second.node_ref].node;
-    if (node.op_type() != op || !NormalizeDomain(node.domain()).empty()) return nullptr;
+    if (node.op_type() != op || !IsOnnxDomain(node.domain())) return nullptr;
     if (ref != nullptr) *ref = it->second.node_ref;
     return &node;
   }
@@ -835,7 +811,7 @@ class Painter {
   void DenyDecomposedLayerNorm() {
     for (int div_ref = 0; div_ref < static_cast<int>(refs_.size()); ++div_ref) {
       const onnx::NodeProto& div = *refs_[div_ref].node;
-      if (div.op_type() != "Div" || !NormalizeDomain(div.domain()).empty() || div.input_size() != 2) continue;
+      if (div.op_type() != "Div" || !IsOnnxDomain(div.domain()) || div.input_size() != 2) continue;
       std::vector<int> refs = {div_ref};
       int ref = -1;
       const onnx::NodeProto* sqrt = ProducerOp(div.input(1), "Sqrt", &ref);
@@ -881,7 +857,7 @@ class Painter {
     for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
       const Unit& unit = units_[u];
       if (Paintable(u) && unit.precision_class != PrecisionClass::kDeny && !unit.inputs.empty() &&
-          unit.inputs.front() == 0 && kSums.count(unit.node->op_type()) && NormalizeDomain(unit.node->domain()).empty()) {
+          unit.inputs.front() == 0 && kSums.count(unit.node->op_type()) && IsOnnxDomain(unit.node->domain())) {
         candidates.push_back(u);
       }
     }

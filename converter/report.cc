@@ -28,6 +28,22 @@ void AddPlanToReport(const ConversionPlan& plan, ConversionReport& report) {
   report.unknown_ops = plan.unknown_ops;
 }
 
+nlohmann::json OpsetDecisionToJson(const OpsetDecision& decision) {
+  nlohmann::json needs = nlohmann::json::array();
+  for (const OpsetNeed& need : decision.needs) {
+    needs.push_back({{"op", need.op}, {"opset", need.opset}, {"nodes", need.nodes}});
+  }
+  nlohmann::json json = {{"action", OpsetActionName(decision.action)},
+                         {"from", decision.from},
+                         {"to", decision.to},
+                         {"low_dtype", DTypeName(decision.low_type)},
+                         {"needs", needs},
+                         {"nodes_below_needed_opset", decision.NodesBelowNeededOpset()},
+                         {"summary", DescribeOpsetDecision(decision)}};
+  if (!decision.failure.empty()) json["failure"] = decision.failure;
+  return json;
+}
+
 nlohmann::json ReportToJson(const ConversionReport& report) {
   nlohmann::json nodes = nlohmann::json::array();
   for (const NodeReport& node : report.nodes) {
@@ -49,6 +65,7 @@ nlohmann::json ReportToJson(const ConversionReport& report) {
           {"target", report.target},
           {"hardware", report.hardware},
           {"opset", report.opset},
+          {"opset_change", OpsetDecisionToJson(report.opset_decision)},
           {"casts_inserted", report.casts_inserted},
           {"casts_retargeted", report.casts_retargeted},
           {"initializers_converted", report.initializers_converted},

@@ -1,6 +1,8 @@
 // ConversionReport: what the converter decided and did, as machine-readable JSON:
 // every node's dtype and the reason, the Cast count, every clamped initializer or
-// constant, the share of float nodes converted, and the unknown ops.
+// constant, the share of float nodes converted, the unknown ops, and how the output
+// opset was settled ("opset_change": action, from, to, low_dtype, needs: op, opset,
+// nodes; nodes_below_needed_opset; failure).
 #pragma once
 
 #include <cstdint>
@@ -9,6 +11,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "converter/opset_upgrade.h"
 #include "runtime/core/status.h"
 
 namespace onnx_amp {
@@ -36,7 +39,8 @@ struct ConversionReport {
   std::string policy;
   std::string target;
   std::string hardware;  // the target hardware the policy assumed (TargetHardwareName)
-  int64_t opset = 0;
+  int64_t opset = 0;              // the output's default-domain opset
+  OpsetDecision opset_decision;   // how it was settled, and the ops that needed a newer one
   std::vector<NodeReport> nodes;
   int64_t casts_inserted = 0;
   int64_t casts_retargeted = 0;
@@ -55,6 +59,8 @@ struct ConversionReport {
 void AddPlanToReport(const ConversionPlan& plan, ConversionReport& report);
 
 nlohmann::json ReportToJson(const ConversionReport& report);
+// The "opset_change" object of the report.
+nlohmann::json OpsetDecisionToJson(const OpsetDecision& decision);
 // Writes the JSON report to `path` atomically (runtime/io/file_bytes.h).
 Status WriteReport(const ConversionReport& report, const std::string& path);
 

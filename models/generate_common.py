@@ -6,7 +6,7 @@ lists of inputs, outputs, nodes and initializers. The ONNX model and the
 is an independent statement of what the model should contain, not a re-read
 of the file.
 
-Run with Debian's python3 (numpy + onnx 1.12): opset 17, IR version 8.
+Run with Debian's python3 (numpy + onnx 1.12): opset 17 (or --opset), IR version 8.
 """
 
 import argparse
@@ -71,8 +71,9 @@ def batch_norm_params(rng, channels):
 class GraphBuilder:
     """Records a graph as plain lists, then emits the ONNX model and its summary."""
 
-    def __init__(self, graph_name):
+    def __init__(self, graph_name, opset=OPSET):
         self.graph_name = graph_name
+        self.opset = opset
         self.inputs = []  # (name, numpy dtype, shape)
         self.outputs = []  # (name, numpy dtype, shape)
         self.nodes = []  # (op_type, name, inputs, outputs, attributes)
@@ -124,7 +125,7 @@ class GraphBuilder:
         )
         model = helper.make_model(
             graph,
-            opset_imports=[helper.make_opsetid("", OPSET)],
+            opset_imports=[helper.make_opsetid("", self.opset)],
             producer_name=PRODUCER_NAME,
             producer_version=PRODUCER_VERSION,
         )
@@ -146,7 +147,7 @@ class GraphBuilder:
         subgraphs = sum(isinstance(value, onnx.GraphProto)
                         for *_, attrs in self.nodes for value in attrs.values())
         return {
-            "opsets": {"": OPSET},
+            "opsets": {"": self.opset},
             "ir_version": IR_VERSION,
             "inputs": [io_entry(*entry) for entry in self.inputs],
             "outputs": [io_entry(*entry) for entry in self.outputs],
@@ -202,3 +203,11 @@ def output_arg_parser(description, default_file):
                         help=f"output .onnx path (default: models/{default_file}); "
                              "the .expected.json is written next to it")
     return parser
+
+
+def add_opset_arg(parser):
+    """--opset: the default-domain opset the model declares (the checker decides whether
+    the graph is valid at it)."""
+    parser.add_argument("--opset", type=int, default=OPSET,
+                        help=f"default-domain opset (default {OPSET}); the same graph, as exporters "
+                             "of older opsets write it")

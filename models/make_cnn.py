@@ -7,6 +7,7 @@ x [batch, 1, 28, 28]
 
 BatchNormalization runs in inference mode with gamma 1, beta 0 and a
 non-trivial running mean/variance (see generate_common.batch_norm_params).
+Every op means the same at --opset 11 to 17 (Softmax on rank 2 normalises each row).
 """
 
 import sys
@@ -20,9 +21,9 @@ NUM_CLASSES = 10
 BN_EPSILON = 1e-3  # Keras' BatchNormalization default
 
 
-def build():
+def build(opset=common.OPSET):
     rng = np.random.default_rng(SEED)
-    g = common.GraphBuilder("cnn")
+    g = common.GraphBuilder("cnn", opset)
     x = g.add_input("x", np.float32, ["batch", 1, 28, 28])
 
     def conv_bn_relu_pool(index, inputs, in_ch, out_ch):
@@ -39,8 +40,9 @@ def build():
 
 def main(argv=None):
     parser = common.output_arg_parser(__doc__.splitlines()[0], "cnn.onnx")
+    common.add_opset_arg(parser)
     args = parser.parse_args(argv)
-    build().save(args.output)
+    build(args.opset).save(args.output)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,11 @@
 #include "ops/gradients.h"
 
 #include "runtime/core/status.h"
+#include "runtime/core/onnx_domain.h"
 
 namespace onnx_amp {
 
 namespace {
-
-std::string_view CanonicalDomain(std::string_view domain) { return domain == "ai.onnx" ? "" : domain; }
 
 const GradientRegistry& Rules() {
   static const GradientRegistry registry = [] {

@@ -35,7 +35,7 @@ void RegisterElementwiseGradients(GradientRegistry& registry);    // arithmetic,
 void RegisterReductionGradients(GradientRegistry& registry);      // ReduceSum/Mean/L2/LogSumExp
 void RegisterLinalgGradients(GradientRegistry& registry);         // MatMul, Gemm
 void RegisterConvGradients(GradientRegistry& registry);           // Conv, MaxPool, AveragePool, GlobalAveragePool
-void RegisterNormalizationGradients(GradientRegistry& registry);  // Softmax, LogSoftmax, SoftmaxCrossEntropyLoss, BatchNorm, LayerNorm
+void RegisterNormalizationGradients(GradientRegistry& registry);  // Softmax, LogSoftmax, the losses, BatchNorm, LayerNorm
 void RegisterTensorGradients(GradientRegistry& registry);         // shape and data movement, Gather*, Pad, Dropout, Identity
 
 }  // namespace onnx_amp

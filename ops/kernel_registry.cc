@@ -1,5 +1,7 @@
 #include "ops/kernel_registry.h"
 
+#include "runtime/core/onnx_domain.h"
+
 namespace onnx_amp {
 
 void KernelRegistry::Register(const KernelDef& def) {
@@ -9,9 +11,7 @@ void KernelRegistry::Register(const KernelDef& def) {
 }
 
 const KernelDef* KernelRegistry::Find(std::string_view domain, std::string_view op_type, DeviceKind device) const {
-  // ONNX allows "ai.onnx" as a spelling of the default domain.
-  if (domain == "ai.onnx") domain = "";
-  auto it = kernels_.find(std::make_tuple(std::string(domain), std::string(op_type), device));
+  auto it = kernels_.find(std::make_tuple(std::string(CanonicalDomain(domain)), std::string(op_type), device));
   return it == kernels_.end() ? nullptr : &it->second;
 }
 

@@ -7,6 +7,8 @@
 #include <iterator>
 #include <string_view>
 
+#include "runtime/core/onnx_domain.h"
+
 namespace onnx_amp {
 
 // How an op takes part in painting a graph (TensorFlow's auto-mixed-precision lists).
@@ -68,7 +70,7 @@ inline OpPrecisionTable AllOpPrecisions() {
 }
 
 inline const OpPrecisionDef* FindOpPrecision(std::string_view domain, std::string_view name) {
-  if (domain == "ai.onnx") domain = "";
+  domain = CanonicalDomain(domain);
   for (const OpPrecisionDef& def : op_def_detail::kOpPrecisions) {
     if (def.name == name && def.domain == domain) return &def;
   }

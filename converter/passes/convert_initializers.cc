@@ -15,8 +15,7 @@
 namespace onnx_amp {
 namespace {
 
-constexpr float kHalfMax = 65504.0f;
-constexpr uint16_t kHalfMaxBits = 0x7BFF;
+constexpr uint16_t kFloat16MaxBits = 0x7BFF;
 
 struct Use {
   onnx::NodeProto* node = nullptr;
@@ -60,7 +59,7 @@ __attribute__((target_clones("avx2", "default"))) void ConvertChunkToLow(const f
   // Such values and flushed ones are rare: a vectorizable test finds the blocks that
   // hold any, and only those are walked value by value.
   constexpr size_t kBlock = 256;
-  constexpr int32_t kHalfMaxMagnitude = 0x477FE000;  // 65504.0f
+  constexpr int32_t kFloat16MaxMagnitude = 0x477FE000;  // 65504.0f
   constexpr int32_t kInfMagnitude = 0x7F800000;
   for (size_t begin = 0; begin < count; begin += kBlock) {
     const size_t end = std::min(count, begin + kBlock);
@@ -70,16 +69,16 @@ __attribute__((target_clones("avx2", "default"))) void ConvertChunkToLow(const f
       std::memcpy(&bits, in + i, sizeof(bits));
       const int32_t magnitude = bits & 0x7FFFFFFF;  // float magnitudes order as int32
       const int32_t half_magnitude = out[i] & 0x7FFF;
-      special |= static_cast<int32_t>(magnitude > kHalfMaxMagnitude && magnitude < kInfMagnitude) |
+      special |= static_cast<int32_t>(magnitude > kFloat16MaxMagnitude && magnitude < kInfMagnitude) |
                  static_cast<int32_t>(half_magnitude == 0 && magnitude != 0);
     }
     if (special == 0) continue;
     for (size_t i = begin; i < end; ++i) {
       const float magnitude = std::fabs(in[i]);
-      if (magnitude > kHalfMax && std::isfinite(magnitude)) {
+      if (magnitude > kFloat16Max && std::isfinite(magnitude)) {
         if (record.clamped == 0 || magnitude > std::fabs(record.worst)) record.worst = in[i];
         ++record.clamped;
-        out[i] = static_cast<uint16_t>((out[i] & 0x8000u) | kHalfMaxBits);
+        out[i] = static_cast<uint16_t>((out[i] & 0x8000u) | kFloat16MaxBits);
       } else if ((out[i] & 0x7FFFu) == 0 && magnitude != 0.0f) {
         ++record.flushed_to_zero;
       }

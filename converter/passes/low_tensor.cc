@@ -12,16 +12,14 @@
 namespace onnx_amp {
 namespace {
 
-constexpr float kHalfMax = 65504.0f;
-
 // Clamps out-of-range finite values and records them; counts values that round to 0.
 void ClampForHalf(std::vector<float>& values, ClampedTensor& record) {
   for (float& v : values) {
     if (!std::isfinite(v)) continue;
-    if (std::fabs(v) > kHalfMax) {
+    if (std::fabs(v) > kFloat16Max) {
       if (record.clamped == 0 || std::fabs(v) > std::fabs(record.worst)) record.worst = v;
       ++record.clamped;
-      v = std::copysign(kHalfMax, v);
+      v = std::copysign(kFloat16Max, v);
     } else if (v != 0.0f && (FloatToHalfBits(v) & 0x7FFFu) == 0) {
       ++record.flushed_to_zero;
     }

@@ -3,6 +3,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "converter/passes/low_tensor.h"
+#include "runtime/core/onnx_domain.h"
 
 namespace onnx_amp {
 namespace {
@@ -46,7 +47,7 @@ Status RewriteAttributes(ConversionPlan& plan, ConversionReport& report) {
     if (node_plan.output_types.empty() || node_plan.output_types[0] != low) continue;
     if (plan.original_types[const_node->output(0)] != DType::kFloat32) continue;
     auto* node = const_cast<onnx::NodeProto*>(const_node);
-    const bool onnx_domain = node->domain().empty() || node->domain() == "ai.onnx";
+    const bool onnx_domain = IsOnnxDomain(node->domain());
     if (onnx_domain && node->op_type() == "Constant") {
       for (auto& attr : *node->mutable_attribute()) {
         if (attr.name() == "value_float" || attr.name() == "value_floats") MakeValueTensor(attr);

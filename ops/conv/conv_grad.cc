@@ -2,6 +2,7 @@
 // ops of the training domain (ops/training) that take the forward attributes as they are.
 #include "ops/gradients.h"
 #include "runtime/autodiff/gradient_builder.h"
+#include "runtime/core/onnx_domain.h"
 
 namespace onnx_amp {
 namespace {
@@ -18,7 +19,7 @@ Status ConvGrad(GradientContext& c) {
   while (!outputs.empty() && outputs.back().empty()) outputs.pop_back();
   Attributes attributes = c.CopyAttributes(kWindowAttributes);
   if (const onnx::AttributeProto* group = c.Attr("group")) attributes.push_back(*group);
-  c.Emit("ConvGrad", {c.GO(0), c.I(0), c.I(1)}, outputs, std::move(attributes), kTrainingDomain);
+  c.Emit("ConvGrad", {c.GO(0), c.I(0), c.I(1)}, outputs, std::move(attributes), kOnnxAmpDomain);
   return Status::Ok();
 }
 
@@ -26,7 +27,7 @@ Status ConvGrad(GradientContext& c) {
 Status MaxPoolGrad(GradientContext& c) {
   Attributes attributes = c.CopyAttributes(kWindowAttributes);
   if (const onnx::AttributeProto* ceil_mode = c.Attr("ceil_mode")) attributes.push_back(*ceil_mode);
-  c.Emit("MaxPoolGrad", {c.GO(0), c.I(0)}, {c.GI(0)}, std::move(attributes), kTrainingDomain);
+  c.Emit("MaxPoolGrad", {c.GO(0), c.I(0)}, {c.GI(0)}, std::move(attributes), kOnnxAmpDomain);
   return Status::Ok();
 }
 
@@ -36,12 +37,13 @@ Status AveragePoolGrad(GradientContext& c) {
   for (const char* name : {"ceil_mode", "count_include_pad"}) {
     if (const onnx::AttributeProto* attribute = c.Attr(name)) attributes.push_back(*attribute);
   }
-  c.Emit("AveragePoolGrad", {c.GO(0), c.I(0)}, {c.GI(0)}, std::move(attributes), kTrainingDomain);
+  c.Emit("AveragePoolGrad", {c.GO(0), c.I(0)}, {c.GI(0)}, std::move(attributes), kOnnxAmpDomain);
   return Status::Ok();
 }
 
 // dX = expand(dY) / (spatial size)
 Status GlobalAveragePoolGrad(GradientContext& c) {
+  ONNX_AMP_RETURN_IF_ERROR(c.NeedsOpset(8, "Expand"));
   const DType type = c.ValueType(c.I(0));
   const std::optional<Shape> in_shape = c.StaticShape(c.I(0));
   const std::optional<Shape> out_shape = c.StaticShape(c.O(0));

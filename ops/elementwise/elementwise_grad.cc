@@ -5,6 +5,7 @@
 
 #include "ops/gradients.h"
 #include "runtime/autodiff/gradient_builder.h"
+#include "runtime/core/onnx_domain.h"
 
 namespace onnx_amp {
 namespace {
@@ -95,6 +96,7 @@ Status ErfGrad(GradientContext& c) {
 
 // dX = dY * sign(X)
 Status AbsGrad(GradientContext& c) {
+  ONNX_AMP_RETURN_IF_ERROR(c.NeedsOpset(9, "Sign"));
   c.Emit("Mul", {c.GO(0), c.EmitValue("Sign", {c.I(0)})}, {c.GI(0)});
   return Status::Ok();
 }
@@ -114,9 +116,10 @@ Status ClipGrad(GradientContext& c) {
   }
   if (mask.empty()) {
     c.Emit("Identity", {c.GO(0)}, {c.GI(0)});
-  } else {
-    c.Emit("Where", {mask, c.GO(0), c.ConstScalar(0.0, type)}, {c.GI(0)});
+    return Status::Ok();
   }
+  ONNX_AMP_RETURN_IF_ERROR(c.NeedsOpset(9, "Where"));
+  c.Emit("Where", {mask, c.GO(0), c.ConstScalar(0.0, type)}, {c.GI(0)});
   return Status::Ok();
 }
 
@@ -137,12 +140,13 @@ Status CastGrad(GradientContext& c) {
 
 // dX = dY * (X > 0)   (fused: ReluGrad)
 Status ReluGrad(GradientContext& c) {
-  c.Emit("ReluGrad", {c.GO(0), c.I(0)}, {c.GI(0)}, {}, kTrainingDomain);
+  c.Emit("ReluGrad", {c.GO(0), c.I(0)}, {c.GI(0)}, {}, kOnnxAmpDomain);
   return Status::Ok();
 }
 
 // dX = dY where X > 0, else alpha * dY
 Status LeakyReluGrad(GradientContext& c) {
+  ONNX_AMP_RETURN_IF_ERROR(c.NeedsOpset(9, "Where"));
   const DType type = c.ValueType(c.I(0));
   const std::string positive = c.EmitValue("Greater", {c.I(0), c.ConstScalar(0.0, type)});
   const std::string scaled = c.EmitValue("Mul", {c.GO(0), c.ConstScalar(c.AttrFloat("alpha", 0.01f), type)});
@@ -152,19 +156,19 @@ Status LeakyReluGrad(GradientContext& c) {
 
 // dX = dY * Y * (1 - Y)   (fused: SigmoidGrad)
 Status SigmoidGrad(GradientContext& c) {
-  c.Emit("SigmoidGrad", {c.GO(0), c.O(0)}, {c.GI(0)}, {}, kTrainingDomain);
+  c.Emit("SigmoidGrad", {c.GO(0), c.O(0)}, {c.GI(0)}, {}, kOnnxAmpDomain);
   return Status::Ok();
 }
 
 // dX = dY * (1 - Y^2)   (fused: TanhGrad)
 Status TanhGrad(GradientContext& c) {
-  c.Emit("TanhGrad", {c.GO(0), c.O(0)}, {c.GI(0)}, {}, kTrainingDomain);
+  c.Emit("TanhGrad", {c.GO(0), c.O(0)}, {c.GI(0)}, {}, kOnnxAmpDomain);
   return Status::Ok();
 }
 
 // dX = dY * gelu'(X), exact (erf) or tanh approximation   (fused: GeluGrad)
 Status GeluGrad(GradientContext& c) {
-  c.Emit("GeluGrad", {c.GO(0), c.I(0)}, {c.GI(0)}, c.CopyAttributes({"approximate"}), kTrainingDomain);
+  c.Emit("GeluGrad", {c.GO(0), c.I(0)}, {c.GI(0)}, c.CopyAttributes({"approximate"}), kOnnxAmpDomain);
   return Status::Ok();
 }
 

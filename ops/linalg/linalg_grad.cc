@@ -1,5 +1,8 @@
 // Gradient rules of MatMul and Gemm.
 #include <algorithm>
+#include <cstddef>
+#include <string>
+#include <utility>
 
 #include "ops/gradients.h"
 #include "runtime/autodiff/gradient_builder.h"
@@ -15,65 +18,99 @@ std::string SwapLastTwo(GradientContext& c, const std::string& value, int64_t ra
   return c.EmitValue("Transpose", {value}, {MakeAttribute("perm", perm)});
 }
 
+// Extent `axis` of a partly known shape (-1: unknown), with its symbolic name.
+struct Extent {
+  int64_t dim = 1;
+  std::string param;
+};
+
+Extent ExtentAt(const ValueShape& shape, size_t axis) {
+  return {shape.dims[axis], axis < shape.dim_params.size() ? shape.dim_params[axis] : std::string()};
+}
+
+// The broadcast of two extents: the one that is not 1, as far as the known dims tell.
+Extent Broadcast(const Extent& a, const Extent& b) {
+  if (a.dim == 1) return b;
+  if (b.dim == 1 || a.dim >= 0) return a;
+  if (b.dim >= 0) return b;
+  return a.param == b.param ? a : Extent{-1, ""};
+}
+
+void Append(ValueShape& shape, const Extent& extent) {
+  shape.dims.push_back(extent.dim);
+  shape.dim_params.push_back(extent.param);
+}
+
+void EraseAxis(ValueShape& shape, size_t axis) {
+  shape.dims.erase(shape.dims.begin() + static_cast<std::ptrdiff_t>(axis));
+  shape.dim_params.erase(shape.dim_params.begin() + static_cast<std::ptrdiff_t>(axis));
+}
+
+// The shapes of the gradients of the promoted operands (1-D ones promoted as MatMul
+// does): the broadcast batch dims, then each operand's own last two dims.
+std::pair<ValueShape, ValueShape> PromotedGradientShapes(ValueShape a, ValueShape b, int64_t out_rank) {
+  if (a.dims.size() == 1) {
+    a.dims.insert(a.dims.begin(), 1);
+    a.dim_params.insert(a.dim_params.begin(), "");
+  }
+  if (b.dims.size() == 1) {
+    b.dims.push_back(1);
+    b.dim_params.push_back("");
+  }
+  a.dim_params.resize(a.dims.size());
+  b.dim_params.resize(b.dims.size());
+  const int64_t pa = static_cast<int64_t>(a.dims.size());
+  const int64_t pb = static_cast<int64_t>(b.dims.size());
+  ValueShape da, db;
+  for (int64_t i = 0; i < out_rank - 2; ++i) {
+    const int64_t ia = i - (out_rank - pa);
+    const int64_t ib = i - (out_rank - pb);
+    const Extent batch = Broadcast(ia >= 0 ? ExtentAt(a, ia) : Extent{}, ib >= 0 ? ExtentAt(b, ib) : Extent{});
+    Append(da, batch);
+    Append(db, batch);
+  }
+  for (int64_t i = pa - 2; i < pa; ++i) Append(da, ExtentAt(a, i));
+  for (int64_t i = pb - 2; i < pb; ++i) Append(db, ExtentAt(b, i));
+  return {da, db};
+}
+
 // Y = A @ B with NumPy semantics (1-D operands promoted, batch dims broadcast).
 // dA = dY @ B^T and dB = A^T @ dY on the promoted shapes, then reduced over the
 // broadcast batch axes and reshaped to each operand's shape.
 Status MatMulGrad(GradientContext& c) {
-  const std::optional<int64_t> a_rank = c.Rank(c.I(0));
-  const std::optional<int64_t> b_rank = c.Rank(c.I(1));
-  if (!a_rank || !b_rank) return c.Error(ErrorCode::kUnsupported, "operand ranks must be known");
-  const std::string a = *a_rank == 1 ? c.Unsqueeze(c.I(0), {0}) : c.I(0);
-  const std::string b = *b_rank == 1 ? c.Unsqueeze(c.I(1), {1}) : c.I(1);
+  const std::optional<ValueShape> a_shape = c.KnownShape(c.I(0));
+  const std::optional<ValueShape> b_shape = c.KnownShape(c.I(1));
+  if (!a_shape || !b_shape) return c.Error(ErrorCode::kUnsupported, "operand ranks must be known");
+  const int64_t a_rank = static_cast<int64_t>(a_shape->dims.size());
+  const int64_t b_rank = static_cast<int64_t>(b_shape->dims.size());
+  const std::string a = a_rank == 1 ? c.Unsqueeze(c.I(0), {0}) : c.I(0);
+  const std::string b = b_rank == 1 ? c.Unsqueeze(c.I(1), {1}) : c.I(1);
   std::string dy = c.GO(0);
-  if (*a_rank == 1) dy = c.Unsqueeze(dy, {-2});
-  if (*b_rank == 1) dy = c.Unsqueeze(dy, {-1});
-  const int64_t pa = std::max<int64_t>(*a_rank, 2);
-  const int64_t pb = std::max<int64_t>(*b_rank, 2);
+  if (a_rank == 1) dy = c.Unsqueeze(dy, {-2});
+  if (b_rank == 1) dy = c.Unsqueeze(dy, {-1});
+  const int64_t pa = std::max<int64_t>(a_rank, 2);
+  const int64_t pb = std::max<int64_t>(b_rank, 2);
   const int64_t out_rank = std::max(pa, pb);
+  auto [da_shape, db_shape] = PromotedGradientShapes(*a_shape, *b_shape, out_rank);
 
-  // Static shapes of the promoted gradients, when every dim is known.
-  std::optional<Shape> da_shape;
-  std::optional<Shape> db_shape;
-  std::optional<Shape> a_shape = c.StaticShape(c.I(0));
-  std::optional<Shape> b_shape = c.StaticShape(c.I(1));
-  if (a_shape && b_shape) {
-    if (*a_rank == 1) a_shape->insert(a_shape->begin(), 1);
-    if (*b_rank == 1) b_shape->push_back(1);
-    Shape batch(static_cast<size_t>(out_rank - 2), 1);
-    for (int64_t i = 0; i < out_rank - 2; ++i) {
-      const int64_t ia = i - (out_rank - pa);
-      const int64_t ib = i - (out_rank - pb);
-      const int64_t da = ia >= 0 ? (*a_shape)[ia] : 1;
-      const int64_t db = ib >= 0 ? (*b_shape)[ib] : 1;
-      batch[i] = std::max(da, db);
-    }
-    da_shape = batch;
-    da_shape->push_back((*a_shape)[pa - 2]);
-    da_shape->push_back((*a_shape)[pa - 1]);
-    db_shape = batch;
-    db_shape->push_back((*b_shape)[pb - 2]);
-    db_shape->push_back((*b_shape)[pb - 1]);
-  }
   // A promoted 1-D operand's extra axis is squeezed away before the batch reduction.
   if (c.NeedsGI(0)) {
     std::string da = c.EmitValue("MatMul", {dy, SwapLastTwo(c, b, pb)});
-    int64_t da_rank = out_rank;
-    if (*a_rank == 1) {
+    if (a_rank == 1) {
       da = c.Squeeze(da, {-2});
-      if (da_shape) da_shape->erase(da_shape->end() - 2);
-      --da_rank;
+      EraseAxis(da_shape, da_shape.dims.size() - 2);
     }
-    ONNX_AMP_RETURN_IF_ERROR(c.Unbroadcast(da, da_shape, da_rank, c.I(0), c.GI(0)));
+    ONNX_AMP_RETURN_IF_ERROR(
+        c.Unbroadcast(da, da_shape, static_cast<int64_t>(da_shape.dims.size()), c.I(0), c.GI(0)));
   }
   if (c.NeedsGI(1)) {
     std::string db = c.EmitValue("MatMul", {SwapLastTwo(c, a, pa), dy});
-    int64_t db_rank = out_rank;
-    if (*b_rank == 1) {
+    if (b_rank == 1) {
       db = c.Squeeze(db, {-1});
-      if (db_shape) db_shape->pop_back();
-      --db_rank;
+      EraseAxis(db_shape, db_shape.dims.size() - 1);
     }
-    ONNX_AMP_RETURN_IF_ERROR(c.Unbroadcast(db, db_shape, db_rank, c.I(1), c.GI(1)));
+    ONNX_AMP_RETURN_IF_ERROR(
+        c.Unbroadcast(db, db_shape, static_cast<int64_t>(db_shape.dims.size()), c.I(1), c.GI(1)));
   }
   return Status::Ok();
 }
@@ -88,7 +125,10 @@ Status GemmGrad(GradientContext& c) {
   const float alpha = c.AttrFloat("alpha", 1.0f);
   const float beta = c.AttrFloat("beta", 1.0f);
   auto gemm = [&](const std::string& x, const std::string& y, bool tx, bool ty, const std::string& out) {
-    c.Emit("Gemm", {x, y}, {out},
+    std::vector<std::string> inputs = {x, y};
+    // Before opset 11 Gemm's C is required: a scalar zero, broadcast.
+    if (c.default_opset() < 11) inputs.push_back(c.ConstScalar(0.0, c.ValueType(c.O(0))));
+    c.Emit("Gemm", inputs, {out},
            {MakeAttribute("alpha", alpha), MakeAttribute("transA", static_cast<int64_t>(tx)),
             MakeAttribute("transB", static_cast<int64_t>(ty))});
   };

@@ -1,8 +1,10 @@
-// SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss. Scores are [N, C, d1..dk] and
-// labels [N, d1..dk]; the class axis is 1. For element (n, d) with label t:
+// SoftmaxCrossEntropyLoss and NegativeLogLikelihoodLoss (ONNX's, and the same ops of
+// domain ai.onnx_amp, which any opset may use). Scores are [N, C, d1..dk] and labels
+// [N, d1..dk]; the class axis is 1. For element (n, d) with label t:
 //   loss = -log_prob[n, t, d] * w[t], and 0 when t == ignore_index;
 // reduction "mean" divides the sum by the sum of the applied weights (the count of
 // non-ignored elements without weights), "sum" sums, "none" keeps [N, d1..dk].
+// MeanSquaredError (ai.onnx_amp): mean over every element of (prediction - target)^2.
 // Everything is computed in float32 (float64 for double) and rounded once; the loss
 // reads the unrounded log-probabilities.
 #include <cmath>
@@ -152,6 +154,33 @@ Status NegativeLogLikelihoodLossCpu(KernelContext& context) {
     std::vector<ComputeType<T>> log_prob(static_cast<size_t>(input->num_elements()));
     for (size_t i = 0; i < log_prob.size(); ++i) log_prob[i] = LoadValue(in[i]);
     return ReduceNegativeLogLikelihood<T>(context, log_prob, shape, *target, context.input(2), input->shape());
+  });
+}
+
+Status MeanSquaredErrorCpu(KernelContext& context) {
+  const Tensor* prediction = context.input(0);
+  const Tensor* target = context.input(1);
+  if (!prediction || !target) return context.Error(ErrorCode::kInvalidModel, "needs prediction and target");
+  if (target->shape() != prediction->shape() || target->dtype() != prediction->dtype()) {
+    return context.Error(ErrorCode::kInvalidArgument,
+                         "target is " + std::string(DTypeName(target->dtype())) + ShapeToString(target->shape()) +
+                             ", expected the prediction's " + std::string(DTypeName(prediction->dtype())) +
+                             ShapeToString(prediction->shape()));
+  }
+  return DispatchFloat(context, prediction->dtype(), [&](auto tag) -> Status {
+    using T = decltype(tag);
+    using Acc = ComputeType<T>;
+    const T* p = prediction->data<T>();
+    const T* t = target->data<T>();
+    Acc sum = 0;
+    for (int64_t i = 0; i < prediction->num_elements(); ++i) {
+      const Acc difference = LoadValue(p[i]) - LoadValue(t[i]);
+      sum += difference * difference;
+    }
+    ONNX_AMP_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, DTypeOf<T>::value, {}));
+    // As ReduceMean: the mean of no elements is 0/0, NaN.
+    out->data<T>()[0] = StoreValue<T>(sum / static_cast<Acc>(prediction->num_elements()));
+    return Status::Ok();
   });
 }
 

@@ -2,6 +2,7 @@
 #include "ops/cpu_kernels.h"
 #include "ops/kernel_registry.h"
 #include "ops/normalization/normalization_kernels.h"
+#include "runtime/core/onnx_domain.h"
 
 namespace onnx_amp {
 
@@ -17,6 +18,15 @@ void RegisterNormalizationCpuKernels(KernelRegistry& registry) {
   registry.Register({"", "MeanVarianceNormalization", DeviceKind::kCpu, &MeanVarianceNormalizationCpu});
   registry.Register({"", "SoftmaxCrossEntropyLoss", DeviceKind::kCpu, &SoftmaxCrossEntropyLossCpu});
   registry.Register({"", "NegativeLogLikelihoodLoss", DeviceKind::kCpu, &NegativeLogLikelihoodLossCpu});
+  // The losses of domain ai.onnx_amp (any opset) and their fused gradients.
+  registry.Register({kOnnxAmpDomain, "SoftmaxCrossEntropyLoss", DeviceKind::kCpu, &SoftmaxCrossEntropyLossCpu});
+  registry.Register({kOnnxAmpDomain, "NegativeLogLikelihoodLoss", DeviceKind::kCpu, &NegativeLogLikelihoodLossCpu});
+  registry.Register({kOnnxAmpDomain, "MeanSquaredError", DeviceKind::kCpu, &MeanSquaredErrorCpu});
+  registry.Register(
+      {kOnnxAmpDomain, "SoftmaxCrossEntropyLossGrad", DeviceKind::kCpu, &SoftmaxCrossEntropyLossGradKernel});
+  registry.Register(
+      {kOnnxAmpDomain, "NegativeLogLikelihoodLossGrad", DeviceKind::kCpu, &NegativeLogLikelihoodLossGradKernel});
+  registry.Register({kOnnxAmpDomain, "MeanSquaredErrorGrad", DeviceKind::kCpu, &MeanSquaredErrorGradKernel});
 }
 
 }  // namespace onnx_amp

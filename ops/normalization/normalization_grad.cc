@@ -1,7 +1,8 @@
-// Gradient rules of softmax-like ops and normalisations, through the fused ops of the
-// training domain (ops/training).
+// Gradient rules of softmax-like ops, losses and normalisations, through fused ops of
+// domain ai.onnx_amp (ops/training, and loss_grad.cc for the losses).
 #include "ops/gradients.h"
 #include "runtime/autodiff/gradient_builder.h"
+#include "runtime/core/onnx_domain.h"
 
 namespace onnx_amp {
 namespace {
@@ -16,28 +17,49 @@ Attributes SoftmaxAttributes(GradientContext& c) {
 
 // dX = Y * (dY - sum(dY * Y))   (fused: SoftmaxGrad)
 Status SoftmaxGrad(GradientContext& c) {
-  c.Emit("SoftmaxGrad", {c.GO(0), c.O(0)}, {c.GI(0)}, SoftmaxAttributes(c), kTrainingDomain);
+  c.Emit("SoftmaxGrad", {c.GO(0), c.O(0)}, {c.GI(0)}, SoftmaxAttributes(c), kOnnxAmpDomain);
   return Status::Ok();
 }
 
 // dX = dY - exp(Y) * sum(dY)   (fused: LogSoftmaxGrad)
 Status LogSoftmaxGrad(GradientContext& c) {
-  c.Emit("LogSoftmaxGrad", {c.GO(0), c.O(0)}, {c.GI(0)}, SoftmaxAttributes(c), kTrainingDomain);
+  c.Emit("LogSoftmaxGrad", {c.GO(0), c.O(0)}, {c.GI(0)}, SoftmaxAttributes(c), kOnnxAmpDomain);
+  return Status::Ok();
+}
+
+// The sparse losses' input gradient through their fused op, which reads `forward` (a
+// value of the scores' shape), the labels and the class weights. Class weights are
+// constants of the loss: they get no gradient; neither do the labels.
+Status SparseLossGrad(GradientContext& c, const std::string& grad_op, const std::string& forward) {
+  if (!c.HasGO(0)) return c.Error(ErrorCode::kUnsupported, "only the loss output can carry a gradient");
+  std::vector<std::string> inputs = {c.GO(0), forward, c.I(1)};
+  if (c.HasInput(2)) inputs.push_back(c.I(2));
+  c.Emit(grad_op, inputs, {c.GI(0)}, c.CopyAttributes({"reduction", "ignore_index"}), kOnnxAmpDomain);
   return Status::Ok();
 }
 
 // dScores = dLoss * w_n * (softmax(scores) - onehot(label)) / (the reduction's divisor),
 // zero where label == ignore_index (fused: SoftmaxCrossEntropyLossGrad). It reads the
-// log_prob output, which the forward node is made to emit. Class weights are
-// constants of the loss: they get no gradient.
+// log_prob output, which the forward node is made to emit.
 Status SoftmaxCrossEntropyLossGrad(GradientContext& c) {
   if (!c.NeedsGI(0)) return Status::Ok();
-  if (!c.HasGO(0)) return c.Error(ErrorCode::kUnsupported, "only the loss output can carry a gradient");
-  const std::string log_prob = c.EnsureOutput(1);
-  std::vector<std::string> inputs = {c.GO(0), log_prob, c.I(1)};
-  if (c.HasInput(2)) inputs.push_back(c.I(2));
-  c.Emit("SoftmaxCrossEntropyLossGrad", inputs, {c.GI(0)}, c.CopyAttributes({"reduction", "ignore_index"}),
-         kTrainingDomain);
+  return SparseLossGrad(c, "SoftmaxCrossEntropyLossGrad", c.EnsureOutput(1));
+}
+
+// dInput = -dLoss * w_n * onehot(label) / (the reduction's divisor), zero where
+// label == ignore_index (fused: NegativeLogLikelihoodLossGrad).
+Status NegativeLogLikelihoodLossGrad(GradientContext& c) {
+  if (!c.NeedsGI(0)) return Status::Ok();
+  return SparseLossGrad(c, "NegativeLogLikelihoodLossGrad", c.I(0));
+}
+
+// dPrediction = dLoss * 2 * (prediction - target) / size (fused: MeanSquaredErrorGrad);
+// dTarget = -dPrediction.
+Status MeanSquaredErrorGrad(GradientContext& c) {
+  if (!c.HasGO(0)) return Status::Ok();
+  const std::string d_prediction = c.NeedsGI(0) ? c.GI(0) : c.NewValue("d_prediction");
+  c.Emit("MeanSquaredErrorGrad", {c.GO(0), c.I(0), c.I(1)}, {d_prediction}, {}, kOnnxAmpDomain);
+  if (c.NeedsGI(1)) c.Emit("Neg", {d_prediction}, {c.GI(1)});
   return Status::Ok();
 }
 
@@ -49,6 +71,9 @@ Status SoftmaxCrossEntropyLossGrad(GradientContext& c) {
 // (fused: BatchNormalizationGrad)
 Status BatchNormalizationGrad(GradientContext& c) {
   if (!c.HasGO(0)) return Status::Ok();
+  if (c.opset() < 9 && c.AttrInt("spatial", 1) == 0) {
+    return c.Error(ErrorCode::kUnsupported, "spatial=0 (statistics per element, before opset 9) has no gradient rule");
+  }
   const bool training = c.opset() >= 14 ? c.AttrInt("training_mode", 0) != 0 : c.num_outputs() > 1;
   std::vector<std::string> outputs(3);
   for (int i = 0; i < 3; ++i) {
@@ -59,7 +84,7 @@ Status BatchNormalizationGrad(GradientContext& c) {
   c.Emit("BatchNormalizationGrad", {c.GO(0), c.I(0), c.I(1), c.I(3), c.I(4)}, outputs,
          {MakeAttribute("epsilon", c.AttrFloat("epsilon", 1e-5f)),
           MakeAttribute("training_mode", static_cast<int64_t>(training))},
-         kTrainingDomain);
+         kOnnxAmpDomain);
   return Status::Ok();
 }
 
@@ -75,7 +100,7 @@ Status LayerNormalizationGrad(GradientContext& c) {
   }
   while (!outputs.empty() && outputs.back().empty()) outputs.pop_back();
   c.Emit("LayerNormalizationGrad", {c.GO(0), c.I(0), c.I(1), mean, inv_std}, outputs,
-         {MakeAttribute("axis", c.AttrInt("axis", -1))}, kTrainingDomain);
+         {MakeAttribute("axis", c.AttrInt("axis", -1))}, kOnnxAmpDomain);
   return Status::Ok();
 }
 
@@ -85,6 +110,11 @@ void RegisterNormalizationGradients(GradientRegistry& registry) {
   registry.Register("", "Softmax", SoftmaxGrad);
   registry.Register("", "LogSoftmax", LogSoftmaxGrad);
   registry.Register("", "SoftmaxCrossEntropyLoss", SoftmaxCrossEntropyLossGrad);
+  registry.Register("", "NegativeLogLikelihoodLoss", NegativeLogLikelihoodLossGrad);
+  // The same losses of domain ai.onnx_amp (any opset), and MeanSquaredError.
+  registry.Register(kOnnxAmpDomain, "SoftmaxCrossEntropyLoss", SoftmaxCrossEntropyLossGrad);
+  registry.Register(kOnnxAmpDomain, "NegativeLogLikelihoodLoss", NegativeLogLikelihoodLossGrad);
+  registry.Register(kOnnxAmpDomain, "MeanSquaredError", MeanSquaredErrorGrad);
   registry.Register("", "BatchNormalization", BatchNormalizationGrad);
   registry.Register("", "LayerNormalization", LayerNormalizationGrad);
 }

@@ -18,5 +18,11 @@ Status LpNormalizationCpu(KernelContext& context);           // lp_mvn_norm.cc
 Status MeanVarianceNormalizationCpu(KernelContext& context); // lp_mvn_norm.cc
 Status SoftmaxCrossEntropyLossCpu(KernelContext& context);   // loss.cc
 Status NegativeLogLikelihoodLossCpu(KernelContext& context);  // loss.cc
+Status MeanSquaredErrorCpu(KernelContext& context);            // loss.cc: (prediction, target) -> loss
+
+// The fused loss gradients (loss_grad.cc).
+Status SoftmaxCrossEntropyLossGradKernel(KernelContext& context);    // (dLoss, log_prob, labels, [weights]) -> dScores
+Status NegativeLogLikelihoodLossGradKernel(KernelContext& context);  // (dLoss, input, labels, [weights]) -> dInput
+Status MeanSquaredErrorGradKernel(KernelContext& context);           // (dLoss, prediction, target) -> dPrediction
 
 }  // namespace onnx_amp

@@ -1,5 +1,5 @@
 // Gradient rules of the reductions. A reduced value is brought back to the input's
-// shape by re-inserting the reduced axes (keepdims=0) and expanding. `axes` is an
+// shape by re-inserting the reduced axes (keepdims=0) and expanding (Expand: opset >= 8). `axes` is an
 // attribute before opset 13 (ReduceSum) / 18 (the others) and an input after.
 #include "ops/gradients.h"
 #include "runtime/autodiff/gradient_builder.h"
@@ -40,6 +40,7 @@ Status ReduceSumGrad(GradientContext& c) {
     c.Emit("Identity", {c.GO(0)}, {c.GI(0)});
     return Status::Ok();
   }
+  ONNX_AMP_RETURN_IF_ERROR(c.NeedsOpset(8, "Expand"));
   c.Emit("Expand", {KeepDims(c, c.GO(0)), c.ShapeOf(c.I(0))}, {c.GI(0)});
   return Status::Ok();
 }
@@ -50,6 +51,7 @@ Status ReduceMeanGrad(GradientContext& c) {
     c.Emit("Identity", {c.GO(0)}, {c.GI(0)});
     return Status::Ok();
   }
+  ONNX_AMP_RETURN_IF_ERROR(c.NeedsOpset(8, "Expand"));
   const DType type = c.ValueType(c.I(0));
   const std::optional<Shape> in_shape = c.StaticShape(c.I(0));
   const std::optional<Shape> out_shape = c.StaticShape(c.O(0));
@@ -66,6 +68,7 @@ Status ReduceMeanGrad(GradientContext& c) {
 
 // dX = expand(dY) * X / expand(Y)
 Status ReduceL2Grad(GradientContext& c) {
+  ONNX_AMP_RETURN_IF_ERROR(c.NeedsOpset(8, "Expand"));
   const std::string ratio = c.EmitValue("Div", {c.I(0), KeepDims(c, c.O(0))});
   c.Emit("Mul", {ExpandToInput(c, KeepDims(c, c.GO(0))), ratio}, {c.GI(0)});
   return Status::Ok();
@@ -73,6 +76,7 @@ Status ReduceL2Grad(GradientContext& c) {
 
 // dX = expand(dY) * exp(X - expand(Y))
 Status ReduceLogSumExpGrad(GradientContext& c) {
+  ONNX_AMP_RETURN_IF_ERROR(c.NeedsOpset(8, "Expand"));
   const std::string softmax = c.EmitValue("Exp", {c.EmitValue("Sub", {c.I(0), KeepDims(c, c.O(0))})});
   c.Emit("Mul", {ExpandToInput(c, KeepDims(c, c.GO(0))), softmax}, {c.GI(0)});
   return Status::Ok();

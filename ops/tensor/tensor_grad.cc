@@ -2,11 +2,12 @@
 // elements route the gradient back the same way; selections scatter it into zeros.
 #include "ops/gradients.h"
 #include "runtime/autodiff/gradient_builder.h"
+#include "runtime/core/onnx_domain.h"
 
 namespace onnx_amp {
 namespace {
 
-// Zeros of `dtype` with the run-time shape of `like`.
+// Zeros of `dtype` with the run-time shape of `like` (ConstantOfShape: opset >= 9).
 std::string ZerosLike(GradientContext& c, const std::string& like, DType dtype) {
   onnx::TensorProto zero;
   zero.set_data_type(ToOnnx(dtype));
@@ -84,13 +85,28 @@ Status ConcatGrad(GradientContext& c) {
     if (!rank) return c.Error(ErrorCode::kUnsupported, "a negative axis needs a known rank");
     axis += *rank;
   }
-  const std::string axes = c.ConstInts({axis});
   // Offsets are constants when every input's extent along `axis` is static.
   bool static_extents = true;
   for (int i = 0; i < c.num_inputs(); ++i) {
     const std::optional<Shape> shape = c.StaticShape(c.I(i));
     static_extents = static_extents && shape && static_cast<int64_t>(shape->size()) > axis;
   }
+  if (c.default_opset() < 10) {
+    // Slice-1 takes starts and ends as attributes: constant offsets only.
+    if (!static_extents) return c.NeedsOpset(10, "Slice with offsets computed at run time");
+    int64_t begin = 0;
+    for (int i = 0; i < c.num_inputs(); ++i) {
+      const int64_t end = begin + (*c.StaticShape(c.I(i)))[static_cast<size_t>(axis)];
+      if (c.NeedsGI(i)) {
+        c.Emit("Slice", {c.GO(0)}, {c.GI(i)},
+               {MakeAttribute("axes", std::vector<int64_t>{axis}), MakeAttribute("starts", std::vector<int64_t>{begin}),
+                MakeAttribute("ends", std::vector<int64_t>{end})});
+      }
+      begin = end;
+    }
+    return Status::Ok();
+  }
+  const std::string axes = c.ConstInts({axis});
   int64_t offset = 0;
   std::string start = c.ConstInts({0});
   for (int i = 0; i < c.num_inputs(); ++i) {
@@ -113,6 +129,7 @@ Status SplitGrad(GradientContext& c) {
   const DType type = c.ValueType(c.I(0));
   std::vector<std::string> parts;
   for (int i = 0; i < c.num_outputs(); ++i) {
+    if (!c.HasGO(i)) ONNX_AMP_RETURN_IF_ERROR(c.NeedsOpset(9, "ConstantOfShape, for the outputs without a gradient"));
     parts.push_back(c.HasGO(i) ? c.GO(i) : ZerosLike(c, c.O(i), type));
   }
   c.Emit("Concat", parts, {c.GI(0)}, {MakeAttribute("axis", c.AttrInt("axis", 0))});
@@ -122,7 +139,7 @@ Status SplitGrad(GradientContext& c) {
 // dX = zeros with dY scattered to the sliced positions: the same Slice applied to the
 // flat index of every element of X tells where each dY element goes (any steps).
 Status SliceGrad(GradientContext& c) {
-  if (c.default_opset() < 11) return c.Error(ErrorCode::kUnsupported, "needs opset >= 11 (ScatterND)");
+  ONNX_AMP_RETURN_IF_ERROR(c.NeedsOpset(11, "ScatterND and Range"));
   const DType type = c.ValueType(c.I(0));
   const std::string size = c.EmitValue("Size", {c.I(0)});
   const std::string range = c.EmitValue("Range", {ScalarInt64(c, 0), size, ScalarInt64(c, 1)});
@@ -141,13 +158,13 @@ Status SliceGrad(GradientContext& c) {
 // dX = zeros(X) with dY added at the gathered rows   (fused: GatherGrad)
 Status GatherGrad(GradientContext& c) {
   c.Emit("GatherGrad", {c.GO(0), c.I(1), c.ShapeOf(c.I(0))}, {c.GI(0)}, {MakeAttribute("axis", c.AttrInt("axis", 0))},
-         kTrainingDomain);
+         kOnnxAmpDomain);
   return Status::Ok();
 }
 
 // dX = ScatterElements(zeros(X), indices, dY, reduction=add)
 Status GatherElementsGrad(GradientContext& c) {
-  if (c.default_opset() < 16) return c.Error(ErrorCode::kUnsupported, "needs opset >= 16 (ScatterElements add)");
+  ONNX_AMP_RETURN_IF_ERROR(c.NeedsOpset(16, "ScatterElements with reduction add"));
   const std::string zeros = ZerosLike(c, c.I(0), c.ValueType(c.I(0)));
   c.Emit("ScatterElements", {zeros, c.I(1), c.GO(0)}, {c.GI(0)},
          {MakeAttribute("axis", c.AttrInt("axis", 0)), MakeAttribute("reduction", std::string("add"))});
@@ -157,7 +174,7 @@ Status GatherElementsGrad(GradientContext& c) {
 // dX = ScatterND(zeros(X), indices, dY, reduction=add)
 Status GatherNDGrad(GradientContext& c) {
   if (c.AttrInt("batch_dims", 0) != 0) return c.Error(ErrorCode::kUnsupported, "batch_dims != 0 is not supported");
-  if (c.default_opset() < 16) return c.Error(ErrorCode::kUnsupported, "needs opset >= 16 (ScatterND add)");
+  ONNX_AMP_RETURN_IF_ERROR(c.NeedsOpset(16, "ScatterND with reduction add"));
   const std::string zeros = ZerosLike(c, c.I(0), c.ValueType(c.I(0)));
   c.Emit("ScatterND", {zeros, c.I(1), c.GO(0)}, {c.GI(0)}, {MakeAttribute("reduction", std::string("add"))});
   return Status::Ok();

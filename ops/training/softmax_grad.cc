@@ -1,4 +1,4 @@
-// Softmax, LogSoftmax and softmax cross-entropy gradients, row by row.
+// Softmax and LogSoftmax gradients, row by row.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -73,78 +73,6 @@ Status SoftmaxGradKernel(KernelContext& context) {
 Status LogSoftmaxGradKernel(KernelContext& context) {
   return RowwiseGrad(
       context, [](float g, float) { return g; }, [](float g, float y, float sum) { return g - std::exp(y) * sum; });
-}
-
-// log_prob [N, C, d...], labels [N, d...]. Per sample s with label l and weight w_l
-// (1 without weights; 0 when l == ignore_index):
-// dScores[s, c] = g_s * w_l * (exp(log_prob[s, c]) - [c == l]), where g_s is dLoss[s]
-// (reduction none), dLoss (sum), or dLoss / sum of the weights of counted samples (mean).
-Status SoftmaxCrossEntropyLossGradKernel(KernelContext& context) {
-  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* dloss, FloatInput(context, 0));
-  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* log_prob, FloatInput(context, 1));
-  const Tensor* labels = context.input(2);
-  if (labels == nullptr || (labels->dtype() != DType::kInt64 && labels->dtype() != DType::kInt32)) {
-    return context.Error(ErrorCode::kInvalidModel, "labels must be int32 or int64");
-  }
-  const Shape& shape = log_prob->shape();
-  if (shape.size() < 2 || labels->rank() != static_cast<int64_t>(shape.size()) - 1) {
-    return context.Error(ErrorCode::kInvalidModel, "log_prob must be [N, C, ...] and labels [N, ...]");
-  }
-  const int64_t n = shape[0];
-  const int64_t classes = shape[1];
-  const int64_t spatial = log_prob->num_elements() / std::max<int64_t>(n * classes, 1);
-  std::vector<float> weights;
-  if (context.input(3) != nullptr) {
-    ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* w, FloatInput(context, 3));
-    if (w->num_elements() != classes) return context.Error(ErrorCode::kInvalidModel, "weights must have C elements");
-    weights = ToFloat32(*w);
-  }
-  const std::string reduction = context.attr_string("reduction", "mean");
-  if (reduction != "none" && reduction != "sum" && reduction != "mean") {
-    return context.Error(ErrorCode::kInvalidModel, "unknown reduction '" + reduction + "'");
-  }
-  const bool has_ignore = context.has_attribute("ignore_index");
-  const int64_t ignore_index = context.attr_int("ignore_index", 0);
-  const int64_t samples = n * spatial;
-  std::vector<float> sample_weight(static_cast<size_t>(samples));
-  std::vector<int64_t> label(static_cast<size_t>(samples));
-  float weight_sum = 0.0f;
-  for (int64_t s = 0; s < samples; ++s) {
-    label[s] = labels->dtype() == DType::kInt64 ? labels->data<int64_t>()[s] : labels->data<int32_t>()[s];
-    if (has_ignore && label[s] == ignore_index) {
-      sample_weight[s] = 0.0f;
-      continue;
-    }
-    if (label[s] < 0 || label[s] >= classes) {
-      return context.Error(ErrorCode::kInvalidArgument, "label " + std::to_string(label[s]) + " out of range");
-    }
-    sample_weight[s] = weights.empty() ? 1.0f : weights[label[s]];
-    weight_sum += sample_weight[s];
-  }
-  const std::vector<float> g = ToFloat32(*dloss);
-  if (reduction == "none" ? static_cast<int64_t>(g.size()) != samples : g.size() != 1) {
-    return context.Error(ErrorCode::kInvalidModel, "dLoss does not match the reduction");
-  }
-  const std::vector<float> lp = ToFloat32(*log_prob);
-  std::vector<float> dx(lp.size());
-  for (int64_t b = 0; b < n; ++b) {
-    for (int64_t p = 0; p < spatial; ++p) {
-      const int64_t s = b * spatial + p;
-      float scale = sample_weight[s];
-      if (reduction == "none") {
-        scale *= g[s];
-      } else if (reduction == "sum") {
-        scale *= g[0];
-      } else {
-        scale *= weight_sum > 0.0f ? g[0] / weight_sum : 0.0f;
-      }
-      for (int64_t c = 0; c < classes; ++c) {
-        const int64_t i = (b * classes + c) * spatial + p;
-        dx[i] = scale * (std::exp(lp[i]) - (c == label[s] ? 1.0f : 0.0f));
-      }
-    }
-  }
-  return WriteOutput(context, 0, log_prob->dtype(), shape, dx);
 }
 
 }  // namespace onnx_amp

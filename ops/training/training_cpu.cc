@@ -4,6 +4,7 @@
 #include "ops/kernel_registry.h"
 #include "ops/linalg/float_compute.h"
 #include "ops/training/training_kernels.h"
+#include "runtime/core/onnx_domain.h"
 
 namespace onnx_amp {
 
@@ -57,7 +58,6 @@ void RegisterTrainingCpuKernels(KernelRegistry& registry) {
       {"GeluGrad", GeluGradKernel},
       {"SoftmaxGrad", SoftmaxGradKernel},
       {"LogSoftmaxGrad", LogSoftmaxGradKernel},
-      {"SoftmaxCrossEntropyLossGrad", SoftmaxCrossEntropyLossGradKernel},
       {"LayerNormalizationGrad", LayerNormalizationGradKernel},
       {"BatchNormalizationGrad", BatchNormalizationGradKernel},
       {"ConvGrad", ConvGradKernel},
@@ -72,7 +72,7 @@ void RegisterTrainingCpuKernels(KernelRegistry& registry) {
       {"RmspropUpdate", RmspropUpdateKernel},
   };
   for (const Entry& entry : kEntries) {
-    registry.Register(KernelDef{"ai.onnx_amp", entry.op_type, DeviceKind::kCpu, entry.compute});
+    registry.Register(KernelDef{kOnnxAmpDomain, entry.op_type, DeviceKind::kCpu, entry.compute});
   }
 }
 

@@ -15,7 +15,6 @@ Status TanhGradKernel(KernelContext& context);                     // (dY, Y) ->
 Status GeluGradKernel(KernelContext& context);                     // (dY, X) -> dX
 Status SoftmaxGradKernel(KernelContext& context);                  // (dY, Y) -> dX
 Status LogSoftmaxGradKernel(KernelContext& context);               // (dY, Y) -> dX
-Status SoftmaxCrossEntropyLossGradKernel(KernelContext& context);  // (dLoss, log_prob, labels, [weights]) -> dScores
 Status LayerNormalizationGradKernel(KernelContext& context);       // (dY, X, scale, mean, inv_std) -> dX, dScale, dBias
 Status BatchNormalizationGradKernel(KernelContext& context);       // (dY, X, scale, mean, var) -> dX, dScale, dBias
 Status ConvGradKernel(KernelContext& context);                     // (dY, X, W) -> dX, dW, dB

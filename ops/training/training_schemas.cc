@@ -7,26 +7,24 @@
 #include <onnx/defs/schema.h>
 #include <onnx/defs/shape_inference.h>
 
-namespace onnx_amp {
-namespace {
+#include "ops/normalization/loss_schemas.h"
+#include "runtime/core/onnx_domain.h"
 
-constexpr const char* kDomain = "ai.onnx_amp";
-const std::vector<std::string> kFloatTypes = {"tensor(float16)", "tensor(float)", "tensor(bfloat16)",
-                                              "tensor(double)"};
-const std::vector<std::string> kIndexTypes = {"tensor(int32)", "tensor(int64)"};
+namespace onnx_amp {
 
 onnx::OpSchema NewSchema(const char* name) {
   onnx::OpSchema schema;
-  schema.SetName(name).SetDomain(kDomain).SinceVersion(1);
+  schema.SetName(name).SetDomain(std::string(kOnnxAmpDomain)).SinceVersion(1);
   return schema;
 }
 
-// Output `output` gets the element type of input `type_from` and the shape of `shape_from`.
 void Propagate(onnx::InferenceContext& context, size_t type_from, size_t shape_from, size_t output) {
   if (output >= context.getNumOutputs()) return;
   onnx::propagateElemTypeFromInputToOutput(context, type_from, output);
   if (onnx::hasInputShape(context, shape_from)) onnx::propagateShapeFromInputToOutput(context, shape_from, output);
 }
+
+namespace {
 
 // (dY, Y or X) -> dX, attributes as given.
 onnx::OpSchema PointwiseGrad(const char* name, const char* second) {
@@ -228,18 +226,7 @@ std::vector<onnx::OpSchema> AllSchemas() {
           [](onnx::InferenceContext& context) { onnx::propagateElemTypeFromInputToOutput(context, 0, 0); });
   schemas.push_back(std::move(gather));
 
-  onnx::OpSchema sce = NewSchema("SoftmaxCrossEntropyLossGrad");
-  sce.Input(0, "dLoss", "", "T")
-      .Input(1, "log_prob", "", "T")
-      .Input(2, "labels", "", "Tind")
-      .Input(3, "weights", "", "T", onnx::OpSchema::Optional)
-      .Output(0, "dScores", "", "T")
-      .TypeConstraint("T", kFloatTypes, "floating types")
-      .TypeConstraint("Tind", kIndexTypes, "index types")
-      .Attr("reduction", "as the forward op", onnx::AttributeProto::STRING, std::string("mean"))
-      .Attr("ignore_index", "as the forward op", onnx::AttributeProto::INT, false)
-      .TypeAndShapeInferenceFunction([](onnx::InferenceContext& context) { Propagate(context, 1, 1, 0); });
-  schemas.push_back(std::move(sce));
+  for (onnx::OpSchema& schema : LossOpSchemas()) schemas.push_back(std::move(schema));
   for (onnx::OpSchema& schema : UpdateSchemas()) schemas.push_back(std::move(schema));
   return schemas;
 }
@@ -249,7 +236,7 @@ std::vector<onnx::OpSchema> AllSchemas() {
 void RegisterTrainingOpSchemas() {
   static std::once_flag once;
   std::call_once(once, [] {
-    onnx::OpSchemaRegistry::DomainToVersionRange::Instance().AddDomainToVersion(kDomain, 1, 1);
+    onnx::OpSchemaRegistry::DomainToVersionRange::Instance().AddDomainToVersion(std::string(kOnnxAmpDomain), 1, 1);
     for (onnx::OpSchema& schema : AllSchemas()) onnx::RegisterSchema(std::move(schema));
   });
 }

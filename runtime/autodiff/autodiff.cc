@@ -18,6 +18,7 @@
 #include "ops/training/training_schemas.h"
 #include "runtime/autodiff/gradient_builder.h"
 #include "runtime/graph/graph_view.h"
+#include "runtime/core/onnx_domain.h"
 
 namespace onnx_amp {
 namespace {
@@ -159,7 +160,7 @@ Status CheckRulesExist(const GraphView& graph, const std::vector<int>& active) {
 
 // The opset of `domain` ("" = default) imported by the model; 0 when absent.
 int64_t OpsetOf(const OpsetMap& opsets, const std::string& domain) {
-  auto it = opsets.find(domain == "ai.onnx" ? "" : domain);
+  auto it = opsets.find(std::string(CanonicalDomain(domain)));
   return it == opsets.end() ? 0 : it->second;
 }
 
@@ -260,6 +261,10 @@ Expected<onnx::ModelProto> BuildGradientModel(const onnx::ModelProto& forward, c
     const std::string& parameter = plan.parameters[i];
     if (!gradient_of(parameter, parameter_grads[i]).empty()) continue;
     // The loss does not depend on this parameter: its gradient is zero.
+    if (default_opset < 9) {
+      return Unsupported("the loss does not depend on parameter '" + parameter +
+                         "', whose zero gradient needs opset >= 9 (ConstantOfShape); " + UpgradeOpsetHint(9));
+    }
     const DType dtype = graph.FindValue(parameter)->dtype;
     onnx::TensorProto zero;
     zero.set_data_type(ToOnnx(dtype));

@@ -5,6 +5,7 @@
 
 #include "runtime/graph/graph_view.h"
 #include "runtime/io/tensor_proto.h"
+#include "runtime/core/onnx_domain.h"
 
 namespace onnx_amp {
 
@@ -122,6 +123,12 @@ std::optional<Shape> GradientContext::StaticShape(const std::string& name) const
   return info->shape->dims;
 }
 
+std::optional<ValueShape> GradientContext::KnownShape(const std::string& name) const {
+  const ValueInfo* info = view_.LookupValue(name);
+  if (info == nullptr) return std::nullopt;
+  return info->shape;
+}
+
 std::optional<std::vector<int64_t>> GradientContext::ConstantInts(const std::string& name) const {
   const onnx::TensorProto* proto = nullptr;
   for (const onnx::TensorProto& initializer : view_.graph().initializer()) {
@@ -130,7 +137,7 @@ std::optional<std::vector<int64_t>> GradientContext::ConstantInts(const std::str
   const ValueInfo* info = view_.FindValue(name);
   if (proto == nullptr && info != nullptr && info->source == ValueSource::kNodeOutput) {
     const onnx::NodeProto& producer = view_.node(info->producer);
-    if (producer.op_type() == "Constant" && (producer.domain().empty() || producer.domain() == "ai.onnx")) {
+    if (producer.op_type() == "Constant" && IsOnnxDomain(producer.domain())) {
       for (const onnx::AttributeProto& attribute : producer.attribute()) {
         if (attribute.name() == "value" && attribute.has_t()) proto = &attribute.t();
       }
@@ -258,33 +265,63 @@ std::string GradientContext::ReshapeLike(const std::string& value, const std::st
   return EmitValue("Reshape", {value, shape ? ConstInts(*shape) : ShapeOf(like)});
 }
 
-Status GradientContext::Unbroadcast(const std::string& grad, std::optional<Shape> grad_shape, int64_t grad_rank,
-                                    const std::string& input, const std::string& result) {
-  std::optional<Shape> input_shape = StaticShape(input);
-  if (grad_shape && input_shape) {
-    const int64_t lead = grad_rank - static_cast<int64_t>(input_shape->size());
-    if (lead < 0) return Error(ErrorCode::kInvalidModel, "input '" + input + "' has a higher rank than its result");
-    std::vector<int64_t> axes;
-    for (int64_t axis = 0; axis < grad_rank; ++axis) {
-      if (axis < lead || ((*input_shape)[axis - lead] == 1 && (*grad_shape)[axis] != 1)) axes.push_back(axis);
+namespace {
+
+const std::string& DimParam(const ValueShape& shape, size_t axis) {
+  return axis < shape.dim_params.size() ? shape.dim_params[axis] : kEmpty;
+}
+
+// The axes of `grad` that broadcasting added to `input`: the leading axes `input` lacks,
+// and those where `input` has extent 1 and `grad` does not. nullopt when an unknown
+// extent leaves an axis open. An input extent that is known and not 1 equals the
+// gradient's (broadcasting allows nothing else); so does one with the gradient's
+// symbolic name.
+std::optional<std::vector<int64_t>> BroadcastAxes(const ValueShape& grad, const ValueShape& input) {
+  const size_t lead = grad.dims.size() - input.dims.size();
+  std::vector<int64_t> axes;
+  for (size_t axis = 0; axis < lead; ++axis) axes.push_back(static_cast<int64_t>(axis));
+  for (size_t i = 0; i < input.dims.size(); ++i) {
+    const int64_t in = input.dims[i];
+    const int64_t out = grad.dims[lead + i];
+    if (in >= 0 && in != 1) continue;
+    if (in == 1) {
+      if (out < 0) return std::nullopt;
+      if (out != 1) axes.push_back(static_cast<int64_t>(lead + i));
+      continue;
     }
-    if (axes.empty() && lead == 0) {
-      Emit("Identity", {grad}, {result});
-      return Status::Ok();
-    }
-    const std::string reduced = axes.empty() ? grad : ReduceSum(grad, axes, true);
-    Emit("Reshape", {reduced, ConstInts(*input_shape)}, {result});
+    const std::string& name = DimParam(input, i);
+    if (out == 1 || (!name.empty() && name == DimParam(grad, lead + i))) continue;
+    return std::nullopt;
+  }
+  return axes;
+}
+
+}  // namespace
+
+Status GradientContext::Unbroadcast(const std::string& grad, const std::optional<ValueShape>& grad_shape,
+                                    int64_t grad_rank, const std::string& input, const std::string& result) {
+  const std::optional<ValueShape> input_shape = KnownShape(input);
+  if (input_shape && grad_rank < static_cast<int64_t>(input_shape->dims.size())) {
+    return Error(ErrorCode::kInvalidModel, "input '" + input + "' has a higher rank than its result");
+  }
+  std::optional<std::vector<int64_t>> known_axes;
+  if (grad_shape && input_shape) known_axes = BroadcastAxes(*grad_shape, *input_shape);
+  if (known_axes && known_axes->empty()) {
+    Emit("Identity", {grad}, {result});
+    return Status::Ok();
+  }
+  if (known_axes) {
+    const std::optional<Shape> static_input = StaticShape(input);
+    Emit("Reshape",
+         {ReduceSum(grad, *known_axes, true), static_input ? ConstInts(*static_input) : ShapeOf(input)}, {result});
     return Status::Ok();
   }
   // Dynamic path: the input's shape left-padded with ones to the gradient's rank;
   // reduce where that shape is 1 and the gradient's is not.
-  std::optional<int64_t> input_rank = Rank(input);
-  if (!input_rank || default_opset_ < 13) {
-    return Error(ErrorCode::kUnsupported, "undoing broadcasting to '" + input +
-                                              "' needs its rank and opset >= 13 when shapes are symbolic");
-  }
-  const int64_t lead = grad_rank - *input_rank;
-  if (lead < 0) return Error(ErrorCode::kInvalidModel, "input '" + input + "' has a higher rank than its result");
+  if (!input_shape) return Error(ErrorCode::kUnsupported, "undoing broadcasting to '" + input + "' needs its rank");
+  ONNX_AMP_RETURN_IF_ERROR(
+      NeedsOpset(13, "ReduceSum over axes found at run time, to undo broadcasting to '" + input + "'"));
+  const int64_t lead = grad_rank - static_cast<int64_t>(input_shape->dims.size());
   const std::string input_shape_value = ShapeOf(input);
   std::string padded = input_shape_value;
   if (lead > 0) {
@@ -307,11 +344,24 @@ Status GradientContext::UnbroadcastLike(const std::string& grad, const std::stri
                                         const std::string& result) {
   std::optional<int64_t> rank = Rank(like);
   if (!rank) return Error(ErrorCode::kUnsupported, "the rank of '" + like + "' is unknown");
-  return Unbroadcast(grad, StaticShape(like), *rank, input, result);
+  return Unbroadcast(grad, KnownShape(like), *rank, input, result);
 }
 
 Status GradientContext::Error(ErrorCode code, const std::string& message) const {
   return Status(code, "gradient of node '" + node_.name() + "' (" + node_.op_type() + "): " + message);
+}
+
+Status GradientContext::NeedsOpset(int64_t minimum, std::string_view what) const {
+  if (default_opset_ >= minimum) return Status::Ok();
+  return Error(ErrorCode::kUnsupported, "needs opset >= " + std::to_string(minimum) + " (" + std::string(what) +
+                                            "), the model has opset " + std::to_string(default_opset_) + "; " +
+                                            UpgradeOpsetHint(minimum));
+}
+
+std::string UpgradeOpsetHint(int64_t opset) {
+  const std::string n = std::to_string(opset);
+  return "re-export the model at opset >= " + n + " or upgrade it first with `onnx-amp convert MODEL -o OUT " +
+         "--policy float32 --opset " + n + "`";
 }
 
 }  // namespace onnx_amp

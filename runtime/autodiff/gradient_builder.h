@@ -3,7 +3,8 @@
 // (GO) and the input gradients to produce (GI), answers element types and static
 // shapes from the ModelView, and emits new nodes with fresh names prefixed by
 // "<forward node>_grad". Helpers cover what many rules share: opset-dependent
-// ReduceSum/Unsqueeze/Squeeze, constants, and undoing broadcasting.
+// ReduceSum/Unsqueeze/Squeeze, constants, undoing broadcasting, and the error that names
+// the opset an emitted form needs.
 #pragma once
 
 #include <cstdint>
@@ -18,13 +19,9 @@
 #include "runtime/core/dtype.h"
 #include "runtime/core/status.h"
 #include "runtime/core/tensor.h"
+#include "runtime/graph/graph_view.h"
 
 namespace onnx_amp {
-
-class GraphView;
-
-// The custom domain of our fused gradient ops.
-inline constexpr std::string_view kTrainingDomain = "ai.onnx_amp";
 
 // Attribute constructors for emitted nodes.
 onnx::AttributeProto MakeAttribute(const std::string& name, int64_t value);
@@ -34,6 +31,9 @@ onnx::AttributeProto MakeAttribute(const std::string& name, const std::vector<in
 onnx::AttributeProto MakeAttribute(const std::string& name, const onnx::TensorProto& value);
 
 using Attributes = std::vector<onnx::AttributeProto>;
+
+// How to get a model to `opset`: the end of every "needs opset >= N" error.
+std::string UpgradeOpsetHint(int64_t opset);
 
 // Fresh value and node names, unique across the whole graph being built.
 class NameTable {
@@ -85,6 +85,9 @@ class GradientContext {
   DType ValueType(const std::string& name) const;
   // The fully static shape, or nullopt when the rank or any dim is unknown.
   std::optional<Shape> StaticShape(const std::string& name) const;
+  // The shape as far as it is known: -1 for an unknown dim, with its symbolic name when
+  // it has one; nullopt when the rank is unknown.
+  std::optional<ValueShape> KnownShape(const std::string& name) const;
   std::optional<int64_t> Rank(const std::string& name) const;
   // Values of a constant int64/int32 tensor (initializer or Constant node output).
   std::optional<std::vector<int64_t>> ConstantInts(const std::string& name) const;
@@ -118,17 +121,23 @@ class GradientContext {
   std::string Squeeze(const std::string& value, const std::vector<int64_t>& axes);
   std::string ReshapeLike(const std::string& value, const std::string& like);
 
-  // Undoes broadcasting: `grad` is the gradient of a value of rank `grad_rank` (static
-  // shape `grad_shape` when known) that `input` was broadcast to. Emits ReduceSum over
+  // Undoes broadcasting: `grad` is the gradient of a value of rank `grad_rank` (shape
+  // `grad_shape` as far as known) that `input` was broadcast to. Emits ReduceSum over
   // the broadcast axes (keepdims=1) and a Reshape to the input's shape into `result`:
-  // with static shapes the axes are computed here, otherwise from Shape at run time.
-  Status Unbroadcast(const std::string& grad, std::optional<Shape> grad_shape, int64_t grad_rank,
+  // when the known dims tell the axes (dims equal by value or by symbolic name) they
+  // are computed here, in a form valid at every opset; otherwise from Shape at run time
+  // (opset >= 13).
+  Status Unbroadcast(const std::string& grad, const std::optional<ValueShape>& grad_shape, int64_t grad_rank,
                      const std::string& input, const std::string& result);
   // The usual case: `grad` has the shape of forward value `like` (an output).
   Status UnbroadcastLike(const std::string& grad, const std::string& like, const std::string& input,
                          const std::string& result);
 
   Status Error(ErrorCode code, const std::string& message) const;
+  // Ok when the emitted ops follow opset `minimum` or later; otherwise Unsupported naming
+  // this node, what needs that opset (`what`, e.g. "ScatterElements with reduction add")
+  // and the fix (UpgradeOpsetHint).
+  Status NeedsOpset(int64_t minimum, std::string_view what) const;
 
  private:
   onnx::NodeProto& node_;

@@ -1,5 +1,7 @@
 #include "runtime/core/dtype.h"
 
+#include <limits>
+
 namespace onnx_amp {
 
 std::string_view DTypeName(DType dtype) {
@@ -101,6 +103,24 @@ double UnitRoundoff(DType dtype) {
     case DType::kFloat32: return 0x1p-24;
     case DType::kFloat64: return 0x1p-53;
     default: return 0.0;
+  }
+}
+
+double LargestFinite(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat16: return kFloat16Max;
+    case DType::kBFloat16: return 0x1.fep127;
+    case DType::kFloat64: return std::numeric_limits<double>::max();
+    default: return std::numeric_limits<float>::max();
+  }
+}
+
+double SmallestSubnormal(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat16: return 0x1p-24;
+    case DType::kBFloat16: return 0x1p-133;
+    case DType::kFloat64: return std::numeric_limits<double>::denorm_min();
+    default: return std::numeric_limits<float>::denorm_min();
   }
 }
 

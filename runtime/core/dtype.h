@@ -66,4 +66,11 @@ template <> struct DTypeOf<bool> { static constexpr DType value = DType::kBool; 
 // included): 2^-11 float16, 2^-8 bfloat16, 2^-24 float32, 2^-53 float64; 0 otherwise.
 double UnitRoundoff(DType dtype);
 
+// The largest finite float16 value, the bound every float16 clamp and headroom uses.
+inline constexpr float kFloat16Max = 65504.0f;
+// The largest finite value and the smallest positive subnormal of a floating dtype;
+// float32's for any other dtype.
+double LargestFinite(DType dtype);
+double SmallestSubnormal(DType dtype);
+
 }  // namespace onnx_amp

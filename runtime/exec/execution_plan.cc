@@ -10,6 +10,7 @@
 #include "runtime/core/float16.h"
 #include "runtime/graph/graph_view.h"
 #include "runtime/io/tensor_proto.h"
+#include "runtime/core/onnx_domain.h"
 
 namespace onnx_amp {
 namespace {
@@ -17,7 +18,7 @@ namespace {
 // Unnamed nodes go by their index in the graph, as GraphView::scope_name() does.
 std::string NodeLabel(const onnx::NodeProto& node, int index, const GraphView& view) {
   std::string label = (node.name().empty() ? "#" + std::to_string(index) : "'" + node.name() + "'") + " (" + node.op_type();
-  if (!node.domain().empty() && node.domain() != "ai.onnx") label += ", domain " + node.domain();
+  if (!IsOnnxDomain(node.domain())) label += ", domain " + node.domain();
   label += ")";
   if (view.parent() != nullptr) label += " in " + view.scope_name();
   return label;
@@ -87,7 +88,7 @@ std::optional<float> ScalarInitializer(const GraphPlan& plan, int slot) {
 // for other ops and for Clip bounds that are not constant.
 std::optional<FusedActivation> ActivationOf(const GraphPlan& plan, const PlanStep& step) {
   const onnx::NodeProto& node = *step.node;
-  if (!node.domain().empty() && node.domain() != "ai.onnx") return std::nullopt;
+  if (!IsOnnxDomain(node.domain())) return std::nullopt;
   if (step.outputs.size() != 1 || step.outputs[0] < 0 || !step.subgraphs.empty()) return std::nullopt;
   FusedActivation activation;
   if (node.op_type() == "Relu" && step.inputs.size() == 1) {
@@ -196,7 +197,7 @@ class PlanBuilder {
       PlanStep step;
       step.node = &node;
       step.op_label = node.op_type();
-      std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+      std::string domain(CanonicalDomain(node.domain()));
       auto opset = view.opsets().find(domain);
       step.opset = opset == view.opsets().end() ? 0 : static_cast<int>(opset->second);
       step.kernel = registry_.Find(domain, node.op_type(), device_);

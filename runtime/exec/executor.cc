@@ -8,6 +8,7 @@
 #include <new>
 
 #include "ops/kernel_registry.h"
+#include "runtime/core/limits.h"
 #include "runtime/exec/execution_plan.h"
 #include "runtime/exec/kernel.h"
 #include "runtime/exec/memory_pool.h"
@@ -24,6 +25,7 @@ double SecondsSince(Clock::time_point start) {
 }
 
 struct RunState {
+  explicit RunState(size_t max_memory_bytes) : pool(max_memory_bytes) {}
   MemoryPool pool;
   RunStats stats;
   ThreadPool* threads = nullptr;
@@ -77,11 +79,13 @@ class NodeContext final : public KernelContext {
 
   Expected<Tensor*> AllocateOutput(int index, DType dtype, const Shape& shape) override {
     if (index < 0) return Error(ErrorCode::kInternal, "output index " + std::to_string(index));
-    for (int64_t d : shape) {
-      if (d < 0) return Error(ErrorCode::kInvalidModel, "negative output dimension in " + ShapeToString(shape));
+    // The label is built only on error: this runs for every node output.
+    Expected<int64_t> elements = CheckedElementCount(shape, "output");
+    if (!elements.ok()) {
+      return Error(ErrorCode::kInvalidModel, elements.status().message() + " (shape " + ShapeToString(shape) + ")");
     }
     if (DTypeSize(dtype) == 0) return UnsupportedDType(dtype);
-    const size_t bytes = static_cast<size_t>(NumElements(shape)) * DTypeSize(dtype);
+    const size_t bytes = static_cast<size_t>(*elements) * DTypeSize(dtype);
     state_.stats.sum_tensor_bytes += bytes;
     Tensor* slot = OutputSlot(index);
     if (index == 0 && step_.kernel->may_inplace) {
@@ -91,7 +95,16 @@ class NodeContext final : public KernelContext {
         return slot;
       }
     }
-    *slot = Tensor(dtype, shape, state_.pool.Allocate(bytes));
+    std::shared_ptr<Buffer> buffer = state_.pool.Allocate(bytes);
+    if (!buffer) {
+      const std::string name = index < num_outputs() ? node().output(index) : std::to_string(index);
+      return Error(ErrorCode::kUnsupported,
+                   "output '" + name + "' " + ShapeToString(shape) + " needs " + std::to_string(bytes) +
+                       " bytes more; the run has allocated " + std::to_string(state_.pool.allocated_bytes()) +
+                       " and its memory cap is " + std::to_string(state_.pool.limit_bytes()) +
+                       " bytes (--max-memory)");
+    }
+    *slot = Tensor(dtype, shape, std::move(buffer));
     return slot;
   }
 
@@ -256,6 +269,7 @@ Expected<std::unique_ptr<Executor>> Executor::Create(const onnx::ModelProto& mod
   }
   executor->threads_ = std::make_unique<ThreadPool>(options.num_threads);
   executor->prepack_weights_ = options.prepack_weights;
+  executor->max_memory_bytes_ = options.max_memory_bytes;
   return executor;
 }
 
@@ -270,7 +284,7 @@ Expected<RunResult> Executor::Run(const std::map<std::string, Tensor>& feeds) {
   ONNX_AMP_RETURN_IF_ERROR(CheckInputs(inputs_, feeds));
   const Clock::time_point start = Clock::now();
   RunResult result;
-  RunState state;
+  RunState state(max_memory_bytes_ > 0 ? max_memory_bytes_ : PhysicalMemoryBytes());
   state.threads = threads_.get();
   state.prepack_weights = prepack_weights_;
   state.capture_slots = &capture_slots_;

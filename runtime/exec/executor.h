@@ -37,6 +37,10 @@ struct ExecutorOptions {
   bool fuse_activations = true;
   // Keep constant (initializer) weights in oneDNN's preferred layout from run to run.
   bool prepack_weights = true;
+  // Cap on the bytes one run allocates for the tensors its nodes produce (0: this
+  // machine's physical memory); a node output that would pass it fails the run with an
+  // error naming the node and the output.
+  size_t max_memory_bytes = 0;
 };
 
 struct RunResult {
@@ -74,6 +78,7 @@ class Executor {
   std::vector<std::string> output_names_;
   std::vector<bool> capture_slots_;
   bool prepack_weights_ = true;
+  size_t max_memory_bytes_ = 0;
 };
 
 }  // namespace onnx_amp

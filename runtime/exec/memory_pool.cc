@@ -14,6 +14,7 @@ std::shared_ptr<Buffer> MemoryPool::Allocate(size_t bytes) {
     free_.erase(fit);
     ++reuse_count_;
   } else {
+    if (bytes > limit_bytes_ - std::min(limit_bytes_, allocated_bytes_)) return nullptr;
     buffer = Buffer::AllocateCpu(bytes);
     allocated_bytes_ += bytes;
   }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -15,7 +16,12 @@ namespace onnx_amp {
 
 class MemoryPool {
  public:
+  // `limit_bytes` caps the sum of fresh allocations (reused buffers cost nothing).
+  explicit MemoryPool(size_t limit_bytes = SIZE_MAX) : limit_bytes_(limit_bytes) {}
+
+  // nullptr when a fresh allocation is needed and would pass the limit.
   std::shared_ptr<Buffer> Allocate(size_t bytes);
+  size_t limit_bytes() const { return limit_bytes_; }
   // Whether `buffer` was handed out by this pool.
   bool Owns(const Buffer* buffer) const { return in_use_.count(buffer) > 0; }
   // Takes `buffer` back if nothing outside the pool refers to it any more.
@@ -35,6 +41,7 @@ class MemoryPool {
   size_t live_bytes_ = 0;
   size_t peak_live_bytes_ = 0;
   size_t allocated_bytes_ = 0;
+  size_t limit_bytes_;
   int64_t reuse_count_ = 0;
 };
 

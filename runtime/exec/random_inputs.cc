@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "runtime/core/convert.h"
+#include "runtime/core/limits.h"
 
 namespace onnx_amp {
 namespace {
@@ -52,6 +53,11 @@ Expected<Shape> ResolveInputShape(const InputSpec& spec, const std::map<std::str
 Expected<Tensor> RandomInput(const InputSpec& spec, const std::map<std::string, int64_t>& dim_sizes,
                              std::mt19937_64& rng) {
   ONNX_AMP_ASSIGN_OR_RETURN(Shape shape, ResolveInputShape(spec, dim_sizes));
+  const std::string what = "random input '" + spec.name + "' of shape " + ShapeToString(shape);
+  ONNX_AMP_ASSIGN_OR_RETURN(const int64_t elements, CheckedElementCount(shape, what));
+  // Floating values are drawn as float32 first.
+  const size_t bytes = static_cast<size_t>(elements) * (DTypeSize(spec.dtype) + sizeof(float));
+  ONNX_AMP_RETURN_IF_ERROR(CheckMemoryCap(bytes, PhysicalMemoryBytes(), what, "physical memory"));
   Tensor tensor = Tensor::Empty(spec.dtype, shape);
   const int64_t count = tensor.num_elements();
   switch (spec.dtype) {

@@ -8,6 +8,8 @@
 
 #include "runtime/graph/graph_view_builder.h"
 #include "runtime/graph/topological_sort.h"
+#include "runtime/core/limits.h"
+#include "runtime/core/onnx_domain.h"
 
 namespace onnx_amp {
 namespace {
@@ -237,6 +239,11 @@ Expected<std::unique_ptr<GraphView>> GraphViewBuilder::BuildGraph(const onnx::Gr
                                                                   const GraphView* parent,
                                                                   const OpsetMap* opsets,
                                                                   std::string scope_name) {
+  int depth = 0;
+  for (const GraphView* outer = parent; outer != nullptr; outer = outer->parent_) ++depth;
+  if (depth > kMaxSubgraphDepth) {
+    return InvalidModel(scope_name + ": subgraphs nested more than " + std::to_string(kMaxSubgraphDepth) + " deep");
+  }
   auto view = std::make_unique<GraphView>();
   view->graph_ = &graph;
   view->parent_ = parent;
@@ -255,7 +262,7 @@ Expected<std::unique_ptr<ModelView>> GraphViewBuilder::Build(const onnx::ModelPr
   auto view = std::make_unique<ModelView>();
   view->model_ = &model;
   for (const onnx::OperatorSetIdProto& opset : model.opset_import()) {
-    const std::string domain = opset.domain() == "ai.onnx" ? "" : opset.domain();
+    const std::string domain(CanonicalDomain(opset.domain()));
     view->opsets_[domain] = opset.version();
   }
   const std::string main_name = model.graph().name().empty() ? "main" : model.graph().name();

@@ -11,6 +11,8 @@
 #include <unordered_map>
 
 #include "runtime/graph/graph_view_builder.h"
+#include "runtime/core/onnx_domain.h"
+#include "runtime/onnx/inference_guards.h"
 
 namespace onnx_amp {
 namespace {
@@ -52,7 +54,7 @@ void HideUnverifiedNodes(onnx::GraphProto& graph, const OpsetMap& opsets) {
       if (attribute.has_g()) HideUnverifiedNodes(*attribute.mutable_g(), opsets);
       for (onnx::GraphProto& subgraph : *attribute.mutable_graphs()) HideUnverifiedNodes(subgraph, opsets);
     }
-    const std::string domain = node.domain() == "ai.onnx" ? "" : node.domain();
+    const std::string domain(CanonicalDomain(node.domain()));
     const auto opset = opsets.find(domain);
     if (opset == opsets.end()) continue;
     const onnx::OpSchema* schema =
@@ -102,6 +104,7 @@ onnx::ModelProto* InferenceCopy(const onnx::ModelProto& model, const OpsetMap& o
 
 // Runs inference in place; false when it gave up (the declared types are used then).
 bool RunShapeInference(onnx::ModelProto& model) {
+  GuardShapeInference();
   try {
     const onnx::ShapeInferenceOptions options(/*check_type_val=*/false, /*strict_mode_val=*/0,
                                               /*data_prop_val=*/true);
@@ -144,7 +147,7 @@ DType ConstantType(const onnx::NodeProto& node) {
 }
 
 bool IsDefaultDomain(const onnx::NodeProto& node) {
-  return node.domain().empty() || node.domain() == "ai.onnx";
+  return IsOnnxDomain(node.domain());
 }
 
 bool ProducesBool(std::string_view op_type) {

@@ -4,6 +4,8 @@
 #include <optional>
 #include <string>
 
+#include "runtime/core/limits.h"
+#include "runtime/io/bool_bytes.h"
 #include "runtime/io/file_bytes.h"
 
 namespace onnx_amp {
@@ -75,7 +77,6 @@ Expected<Shape> ParseShapeTuple(std::string_view text, const std::string& label)
   const size_t close = text.find(')');
   if (close == std::string_view::npos) return InvalidArgument(label + ": malformed shape in .npy header");
   Shape shape;
-  int64_t count = 1;
   size_t pos = 1;
   while (pos < close) {
     while (pos < close && (text[pos] == ' ' || text[pos] == ',')) ++pos;
@@ -84,7 +85,7 @@ Expected<Shape> ParseShapeTuple(std::string_view text, const std::string& label)
     size_t digits = 0;
     while (pos < close && text[pos] >= '0' && text[pos] <= '9') {
       dim = dim * 10 + (text[pos] - '0');
-      if (dim > (int64_t{1} << 40)) return InvalidArgument(label + ": dimension too large in .npy header");
+      if (dim > kMaxTensorElements) return InvalidArgument(label + ": dimension too large in .npy header");
       ++pos;
       ++digits;
     }
@@ -93,10 +94,9 @@ Expected<Shape> ParseShapeTuple(std::string_view text, const std::string& label)
     if (digits == 0 || (pos < close && text[pos] != ',' && text[pos] != ' ')) {
       return InvalidArgument(label + ": malformed shape in .npy header");
     }
-    if (dim > 0 && count > (int64_t{1} << 40) / dim) return InvalidArgument(label + ": too many elements");
-    count *= dim;
     shape.push_back(dim);
   }
+  ONNX_AMP_RETURN_IF_ERROR(CheckedElementCount(shape, label + ": .npy shape").status());
   return shape;
 }
 
@@ -118,6 +118,10 @@ Expected<Tensor> ParseNpy(std::string_view bytes, const std::string& label) {
     data_offset = 12 + header_len;
   } else {
     return Unsupported(label + ": .npy format version " + std::to_string(major) + " is not supported");
+  }
+  if (header_len > kMaxNpyHeaderBytes) {
+    return InvalidArgument(label + ": .npy header of " + std::to_string(header_len) + " bytes exceeds the limit of " +
+                           std::to_string(kMaxNpyHeaderBytes));
   }
   if (data_offset > bytes.size()) return InvalidArgument(label + ": truncated .npy header");
   const std::string_view header = bytes.substr(data_offset - header_len, header_len);
@@ -155,13 +159,7 @@ Expected<Tensor> ParseNpy(std::string_view bytes, const std::string& label) {
   }
   Tensor tensor = Tensor::Empty(*dtype, std::move(shape));
   if (expected > 0) std::memcpy(tensor.raw_data(), bytes.data() + data_offset, expected);
-  if (*dtype == DType::kBool) {
-    // NumPy booleans are bytes 0/1; anything else would make bool loads undefined.
-    const uint8_t* raw = static_cast<const uint8_t*>(tensor.raw_data());
-    for (size_t i = 0; i < expected; ++i) {
-      if (raw[i] > 1) return InvalidArgument(label + ": boolean array holds a byte other than 0 or 1");
-    }
-  }
+  if (*dtype == DType::kBool) ONNX_AMP_RETURN_IF_ERROR(CheckBoolBytes(tensor.raw_data(), expected, label));
   return tensor;
 }
 

@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "runtime/core/limits.h"
 #include "runtime/io/file_bytes.h"
 #include "runtime/io/npy.h"
 
@@ -105,6 +106,8 @@ Status ApplyZip64Extra(std::string_view extra, Entry& entry, const std::string& 
 Expected<std::string> Inflate(std::string_view compressed, uint64_t size, const std::string& where) {
   // Deflate expands at most about 1032:1; a larger claim is a corrupt or hostile file.
   if (size > compressed.size() * uint64_t{1032} + 1024) return InvalidArgument(where + ": implausible entry size");
+  ONNX_AMP_RETURN_IF_ERROR(
+      CheckMemoryCap(size, PhysicalMemoryBytes(), where + ": the inflated entry", "physical memory"));
   std::string out(size, '\0');
   z_stream stream{};
   if (inflateInit2(&stream, -MAX_WBITS) != Z_OK) return InternalError(where + ": zlib inflateInit2 failed");

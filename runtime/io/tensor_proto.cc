@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "runtime/core/limits.h"
+#include "runtime/io/bool_bytes.h"
 #include "runtime/io/file_bytes.h"
 
 namespace onnx_amp {
@@ -116,22 +118,20 @@ Expected<Tensor> TensorFromProto(const onnx::TensorProto& proto) {
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
     return Unsupported(label + ": external data was not loaded into the model");
   }
-  Shape shape;
-  shape.reserve(proto.dims_size());
-  int64_t count = 1;
-  for (int64_t d : proto.dims()) {
-    if (d < 0) return InvalidModel(label + ": negative dimension " + std::to_string(d));
-    // Guards the element count against overflow before anything is allocated.
-    if (d > 0 && count > (int64_t{1} << 40) / d) return InvalidModel(label + ": too many elements");
-    count *= d;
-    shape.push_back(d);
-  }
+  Shape shape(proto.dims().begin(), proto.dims().end());
+  const Expected<int64_t> elements = CheckedElementCount(shape, label);
+  if (!elements.ok()) return InvalidModel(elements.status().message());
+  const int64_t count = *elements;
   const size_t bytes = static_cast<size_t>(count) * DTypeSize(*dtype);
   if (proto.has_raw_data()) {
     if (proto.raw_data().size() != bytes) {
       return InvalidModel(label + ": raw_data holds " + std::to_string(proto.raw_data().size()) + " bytes, shape " +
                           ShapeToString(shape) + " of " + std::string(DTypeName(*dtype)) + " needs " +
                           std::to_string(bytes));
+    }
+    if (*dtype == DType::kBool) {
+      Status valid = CheckBoolBytes(proto.raw_data().data(), bytes, label);
+      if (!valid.ok()) return InvalidModel(valid.message());
     }
     Tensor tensor = Tensor::Empty(*dtype, std::move(shape));
     if (bytes > 0) std::memcpy(tensor.raw_data(), proto.raw_data().data(), bytes);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <system_error>
 
+#include "runtime/core/limits.h"
 #include "runtime/onnx/tensor_walk.h"
 
 namespace onnx_amp {
@@ -124,7 +125,8 @@ Status ReadRange(const fs::path& file, const std::string& location, const ByteRa
   return Status::Ok();
 }
 
-Status LoadTensor(onnx::TensorProto& tensor, const fs::path& model_folder, bool read) {
+// `loaded_bytes` counts what the model's external tensors have read into memory so far.
+Status LoadTensor(onnx::TensorProto& tensor, const fs::path& model_folder, bool read, size_t& loaded_bytes) {
   if (tensor.data_type() == onnx::TensorProto_DataType_STRING) {
     return InvalidModel("string tensors cannot be stored as external data");
   }
@@ -136,6 +138,9 @@ Status LoadTensor(onnx::TensorProto& tensor, const fs::path& model_folder, bool 
   if (error) return IoError("cannot read external data '" + ref.location + "': " + error.message());
   ONNX_AMP_ASSIGN_OR_RETURN(const ByteRange range, CheckRange(tensor, ref, file_size));
   if (!read) return Status::Ok();
+  loaded_bytes += range.length;
+  ONNX_AMP_RETURN_IF_ERROR(CheckMemoryCap(loaded_bytes, PhysicalMemoryBytes(), "the external data read so far",
+                                          "physical memory"));
   ONNX_AMP_RETURN_IF_ERROR(ReadRange(file, ref.location, range, tensor.mutable_raw_data()));
   tensor.clear_external_data();
   tensor.clear_data_location();
@@ -168,6 +173,10 @@ Expected<ExternalDataRef> ParseExternalDataRef(const onnx::TensorProto& tensor) 
 Expected<fs::path> ResolveExternalDataPath(const fs::path& model_folder, const std::string& location) {
   const std::string quoted = "'" + location + "'";
   if (location.empty()) return InvalidModel("external data location is empty");
+  if (location.size() > kMaxExternalLocationBytes) {
+    return InvalidModel("external data location of " + std::to_string(location.size()) +
+                        " bytes exceeds the limit of " + std::to_string(kMaxExternalLocationBytes));
+  }
   if (location.find('\0') != std::string::npos) return InvalidModel("external data location contains a NUL byte");
   const fs::path relative(location);
   if (relative.is_absolute() || relative.has_root_path()) {
@@ -198,9 +207,10 @@ Expected<fs::path> ResolveExternalDataPath(const fs::path& model_folder, const s
 }
 
 Status LoadExternalData(onnx::ModelProto& model, const fs::path& model_folder, bool read) {
+  size_t loaded_bytes = 0;
   return ForEachTensor(model, [&](onnx::TensorProto& tensor, std::string_view node_name) -> Status {
     if (!IsExternal(tensor)) return Status::Ok();
-    return LoadTensor(tensor, model_folder, read).WithContext(DescribeTensor(tensor, node_name));
+    return LoadTensor(tensor, model_folder, read, loaded_bytes).WithContext(DescribeTensor(tensor, node_name));
   });
 }
 

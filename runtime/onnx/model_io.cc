@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -52,7 +53,9 @@ Expected<onnx::ModelProto> ParseModelFile(const fs::path& path) {
     return Unsupported("file is " + SizeText(info.st_size) +
                        ", over protobuf's 2 GiB limit; store the weights as external data");
   }
-  google::protobuf::io::FileInputStream file_stream(fd, kReadBlockBytes);
+  // A small model needs no 1 MiB read buffer (st_size is at most INT_MAX here).
+  const int block = static_cast<int>(std::min<int64_t>(kReadBlockBytes, info.st_size));
+  google::protobuf::io::FileInputStream file_stream(fd, block);
   google::protobuf::io::CodedInputStream coded(&file_stream);
   coded.SetTotalBytesLimit(INT_MAX);
   onnx::ModelProto model;

@@ -4,20 +4,17 @@
 
 #include <onnx/defs/schema.h>
 
+#include "runtime/core/onnx_domain.h"
+
 namespace onnx_amp {
 namespace {
 
-// The registry keys the default domain as "".
-std::string RegistryDomain(const std::string& domain) { return domain == "ai.onnx" ? "" : domain; }
-
-std::string DisplayDomain(const std::string& domain) { return domain.empty() ? "ai.onnx" : domain; }
-
 Status CheckOpset(const onnx::OperatorSetIdProto& opset) {
   const auto& ranges = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
-  const auto range = ranges.find(RegistryDomain(opset.domain()));
+  const auto range = ranges.find(std::string(CanonicalDomain(opset.domain())));
   if (range == ranges.end()) return Status::Ok();
   const auto [first, last] = range->second;
-  const std::string name = "opset " + DisplayDomain(opset.domain()) + " " + std::to_string(opset.version());
+  const std::string name = "opset " + std::string(DisplayDomain(opset.domain())) + " " + std::to_string(opset.version());
   if (opset.version() > last) {
     return Unsupported(name + " is newer than this build supports (up to " + std::to_string(last) +
                        "); upgrade onnx-amp");

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/core/limits.h"
+
 namespace onnx_amp {
 namespace {
 
@@ -24,17 +26,19 @@ Expected<std::vector<uint8_t>> ReadMaybeGzipped(const std::filesystem::path& pat
   GzHandle file(gzopen(path.c_str(), "rb"));
   if (!file) return IoError(path.string() + ": cannot open");
   std::vector<uint8_t> bytes;
-  constexpr size_t kChunk = 1 << 20;
+  // Read through a fixed chunk, so a small file costs no large zero-filled buffer.
+  std::vector<uint8_t> chunk(size_t{64} << 10);
   while (true) {
-    const size_t old_size = bytes.size();
-    bytes.resize(old_size + kChunk);
-    const int got = gzread(file.get(), bytes.data() + old_size, kChunk);
+    const int got = gzread(file.get(), chunk.data(), static_cast<unsigned>(chunk.size()));
     if (got < 0) {
       int code = 0;
       return IoError(path.string() + ": corrupt gzip data (" + gzerror(file.get(), &code) + ")");
     }
-    bytes.resize(old_size + static_cast<size_t>(got));
     if (got == 0) break;
+    // A small .gz can inflate to any size: stop before memory runs out.
+    ONNX_AMP_RETURN_IF_ERROR(CheckMemoryCap(bytes.size() + static_cast<size_t>(got), PhysicalMemoryBytes(),
+                                            path.string() + ": the inflated data", "physical memory"));
+    bytes.insert(bytes.end(), chunk.begin(), chunk.begin() + got);
   }
   return bytes;
 }
@@ -67,12 +71,10 @@ Expected<IdxArray> ReadIdx(const std::filesystem::path& path, size_t expected_ra
   }
   array.data_offset = 4 + 4 * rank;
   if (array.bytes.size() < array.data_offset) return InvalidArgument(name + ": truncated IDX header");
-  size_t count = 1;
-  for (size_t i = 0; i < rank; ++i) {
-    const uint32_t dim = ReadBigEndian32(header + 4 + 4 * i);
-    array.dims.push_back(dim);
-    count *= dim;
-  }
+  for (size_t i = 0; i < rank; ++i) array.dims.push_back(ReadBigEndian32(header + 4 + 4 * i));
+  // Three 32-bit dims can multiply past 64 bits; the checked count cannot.
+  ONNX_AMP_ASSIGN_OR_RETURN(const int64_t elements, CheckedElementCount(array.dims, name));
+  const size_t count = static_cast<size_t>(elements);
   const size_t available = array.bytes.size() - array.data_offset;
   if (available != count) {
     return InvalidArgument(name + ": header promises " + std::to_string(count) + " bytes of data, file has " +
@@ -96,6 +98,8 @@ Expected<LabeledData> LoadIdxPair(const std::filesystem::path& images, const std
     return InvalidArgument(images.string() + " holds " + std::to_string(image_array.dims[0]) + " images but " +
                            labels.string() + " holds " + std::to_string(label_array.dims[0]) + " labels");
   }
+  ONNX_AMP_RETURN_IF_ERROR(CheckMemoryCap(image_array.bytes.size() * sizeof(float), PhysicalMemoryBytes(),
+                                          images.string() + ": the float32 images", "physical memory"));
   LabeledData data;
   data.features = Tensor::Empty(DType::kFloat32, image_array.dims);
   const uint8_t* pixels = image_array.bytes.data() + image_array.data_offset;

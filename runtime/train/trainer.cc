@@ -35,6 +35,7 @@ Expected<std::unique_ptr<Trainer>> Trainer::Create(TrainingGraph graph, const Tr
   std::unique_ptr<Trainer> trainer(new Trainer(std::move(graph), std::move(update), config, std::move(shapes)));
   ExecutorOptions options;
   options.num_threads = config.num_threads;
+  options.max_memory_bytes = config.max_memory_bytes;
   ONNX_AMP_ASSIGN_OR_RETURN(trainer->train_, Executor::Create(trainer->graph_.train_model, options));
   ONNX_AMP_ASSIGN_OR_RETURN(trainer->eval_, Executor::Create(trainer->graph_.eval_model, options));
   ONNX_AMP_ASSIGN_OR_RETURN(trainer->update_executor_, Executor::Create(trainer->update_.model, options));

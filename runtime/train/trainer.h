@@ -39,6 +39,7 @@ struct TrainerConfig {
   LossScalerConfig scaler;
   float clip_norm = 0.0f;  // 0: no clipping
   int num_threads = 0;
+  size_t max_memory_bytes = 0;  // ExecutorOptions::max_memory_bytes of each graph's runs
 };
 
 struct Batch {

@@ -1,10 +1,11 @@
-// Builds the graphs a training run executes from a float32 inference model:
-//   eval:  the forward graph (mixed when the policy says so) plus a float32 loss;
+// Builds the graphs a training run executes from a TrainableModel (trainable_model.h),
+// whose forward graph may already be converted to a mixed policy:
+//   eval:  the forward graph plus a float32 loss;
 //   train: eval plus its backward graph (BuildGradientModel), seeded with the loss scale.
-// Parameters (every float32 initializer but BatchNormalization running statistics) become
-// float32 graph inputs fed from the master weights each step; the converter then puts
-// Cast(to=low) in front of low consumers, so Cast's gradient rule hands back float32
-// gradients.
+// The loss is one op of domain ai.onnx_amp with a fused gradient (softmax cross-entropy,
+// negative log-likelihood or mean squared error; ops/normalization/loss_schemas.h), so
+// the loss and its gradient work at every opset of the model; the model's own ops take
+// the gradient rules of their opset.
 #pragma once
 
 #include <string>
@@ -12,28 +13,17 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "converter/precision_policy.h"
 #include "runtime/core/status.h"
 #include "runtime/io/named_tensor.h"
+#include "runtime/train/loss_kind.h"
+#include "runtime/train/trainable_model.h"
 
 namespace onnx_amp {
 
-enum class LossKind {
-  kCrossEntropy,  // softmax cross-entropy on logits, sparse int64 labels, mean
-  kMse,           // mean squared error against a float target of the output's shape
-  kNll,           // negative log-likelihood on log-probabilities, sparse int64 labels, mean
-};
-
-Expected<LossKind> ParseLossKind(std::string_view name);
-
-struct TrainingGraphOptions {
-  LossKind loss = LossKind::kCrossEntropy;
-  PolicyKind policy = PolicyKind::kFloat32;  // kFloat32, kMixedFloat16 or kMixedBFloat16
-};
-
 struct TrainingGraph {
-  onnx::ModelProto eval_model;   // inputs: data, target, parameters; outputs: loss, prediction
+  onnx::ModelProto eval_model;   // inputs: data, parameters, target; outputs: loss, prediction
   onnx::ModelProto train_model;  // inputs: eval's + seed; outputs: loss, then one gradient per parameter
+  LossKind loss = LossKind::kCrossEntropy;
   std::string data_input;
   std::string target_input;      // int64 [N, 1] labels, or float [N, ...] for MSE
   std::string seed_input;        // float32 scalar: the loss scale
@@ -42,10 +32,11 @@ struct TrainingGraph {
   std::vector<NamedTensor> parameters;  // initial float32 master weights, in gradient order
 };
 
-// Errors: InvalidArgument when the model has not exactly one non-parameter input and
-// one output, or for a policy other than the three above; the converter's and
-// BuildGradientModel's errors otherwise.
-Expected<TrainingGraph> BuildTrainingGraph(const onnx::ModelProto& model, const TrainingGraphOptions& options);
+// Errors: InvalidArgument when the forward graph has not one float32 output, or for
+// cross-entropy and NLL one of rank other than 2 ([N, classes]); BuildGradientModel's
+// errors otherwise (a model op without a gradient rule, or whose rule needs a newer
+// opset, named with the fix).
+Expected<TrainingGraph> BuildTrainingGraph(TrainableModel model, LossKind loss);
 
 inline constexpr const char* kLossName = "training.loss";
 inline constexpr const char* kTargetName = "training.target";

@@ -3,46 +3,15 @@
 #include <cmath>
 #include <set>
 
+#include "runtime/core/onnx_domain.h"
+#include "runtime/train/graph_builder_util.h"
+
 namespace onnx_amp {
 namespace {
 
-constexpr const char* kDomain = "ai.onnx_amp";
 // IsNaN-13, IsInf-10 and Or-7 are current at opset 17.
 constexpr int64_t kDefaultOpset = 17;
 constexpr int64_t kIrVersion = 8;
-
-void SetType(onnx::ValueInfoProto& info, const std::string& name, int32_t elem_type, const Shape& shape) {
-  info.set_name(name);
-  onnx::TypeProto_Tensor* type = info.mutable_type()->mutable_tensor_type();
-  type->set_elem_type(elem_type);
-  onnx::TensorShapeProto* dims = type->mutable_shape();
-  for (int64_t dim : shape) dims->add_dim()->set_dim_value(dim);
-}
-
-onnx::NodeProto* AddNode(onnx::GraphProto& graph, const std::string& name, const std::string& op, bool custom,
-                         const std::vector<std::string>& inputs, const std::vector<std::string>& outputs) {
-  onnx::NodeProto* node = graph.add_node();
-  node->set_name(name);
-  node->set_op_type(op);
-  if (custom) node->set_domain(kDomain);
-  for (const std::string& input : inputs) node->add_input(input);
-  for (const std::string& output : outputs) node->add_output(output);
-  return node;
-}
-
-void SetFloat(onnx::NodeProto& node, const std::string& name, float value) {
-  onnx::AttributeProto* attribute = node.add_attribute();
-  attribute->set_name(name);
-  attribute->set_type(onnx::AttributeProto::FLOAT);
-  attribute->set_f(value);
-}
-
-void SetInt(onnx::NodeProto& node, const std::string& name, int64_t value) {
-  onnx::AttributeProto* attribute = node.add_attribute();
-  attribute->set_name(name);
-  attribute->set_type(onnx::AttributeProto::INT);
-  attribute->set_i(value);
-}
 
 // The update node of one parameter, with the optimizer's hyper-parameters written out.
 void AddUpdateNode(onnx::GraphProto& graph, const OptimizerConfig& c, const std::string& parameter,
@@ -50,39 +19,33 @@ void AddUpdateNode(onnx::GraphProto& graph, const OptimizerConfig& c, const std:
                    const std::vector<std::string>& new_slots) {
   std::vector<std::string> inputs = {parameter, gradient};
   std::vector<std::string> outputs = {parameter + ".new"};
+  outputs.insert(outputs.end(), new_slots.begin(), new_slots.end());
+  const std::string name = "update." + parameter;
   switch (c.kind) {
-    case OptimizerKind::kSgd: {
+    case OptimizerKind::kSgd:
       inputs.push_back(slots.empty() ? "" : slots[0]);
       inputs.insert(inputs.end(), {kUpdateLearningRate, kUpdateSkip});
-      outputs.insert(outputs.end(), new_slots.begin(), new_slots.end());
-      onnx::NodeProto* node = AddNode(graph, "update." + parameter, "SgdUpdate", true, inputs, outputs);
-      SetFloat(*node, "momentum", c.momentum);
-      SetInt(*node, "nesterov", c.nesterov ? 1 : 0);
+      AddNode(graph, name, "SgdUpdate", kOnnxAmpDomain, inputs, outputs,
+              {MakeAttribute("momentum", c.momentum), MakeAttribute("nesterov", int64_t{c.nesterov ? 1 : 0})});
       return;
-    }
     case OptimizerKind::kAdam:
     case OptimizerKind::kAdamW: {
       inputs.insert(inputs.end(), slots.begin(), slots.end());
       inputs.insert(inputs.end(), {kUpdateLearningRate, kUpdateStep, kUpdateSkip});
-      outputs.insert(outputs.end(), new_slots.begin(), new_slots.end());
       const bool decoupled = c.kind == OptimizerKind::kAdamW;
-      onnx::NodeProto* node =
-          AddNode(graph, "update." + parameter, decoupled ? "AdamWUpdate" : "AdamUpdate", true, inputs, outputs);
-      SetFloat(*node, "beta1", c.beta1);
-      SetFloat(*node, "beta2", c.beta2);
-      SetFloat(*node, "epsilon", c.epsilon);
-      if (decoupled) SetFloat(*node, "weight_decay", c.weight_decay);
+      Attributes attributes = {MakeAttribute("beta1", c.beta1), MakeAttribute("beta2", c.beta2),
+                               MakeAttribute("epsilon", c.epsilon)};
+      if (decoupled) attributes.push_back(MakeAttribute("weight_decay", c.weight_decay));
+      AddNode(graph, name, decoupled ? "AdamWUpdate" : "AdamUpdate", kOnnxAmpDomain, inputs, outputs,
+              std::move(attributes));
       return;
     }
-    case OptimizerKind::kRmsprop: {
+    case OptimizerKind::kRmsprop:
       inputs.insert(inputs.end(), slots.begin(), slots.end());
       inputs.insert(inputs.end(), {kUpdateLearningRate, kUpdateSkip});
-      outputs.insert(outputs.end(), new_slots.begin(), new_slots.end());
-      onnx::NodeProto* node = AddNode(graph, "update." + parameter, "RmspropUpdate", true, inputs, outputs);
-      SetFloat(*node, "rho", c.rho);
-      SetFloat(*node, "epsilon", c.epsilon);
+      AddNode(graph, name, "RmspropUpdate", kOnnxAmpDomain, inputs, outputs,
+              {MakeAttribute("rho", c.rho), MakeAttribute("epsilon", c.epsilon)});
       return;
-    }
   }
 }
 
@@ -100,7 +63,7 @@ Expected<UpdateGraph> BuildUpdateGraph(const std::vector<NamedTensor>& parameter
   model.set_producer_name("onnx-amp");
   model.add_opset_import()->set_version(kDefaultOpset);
   onnx::OperatorSetIdProto* custom = model.add_opset_import();
-  custom->set_domain(kDomain);
+  custom->set_domain(std::string(kOnnxAmpDomain));
   custom->set_version(1);
   onnx::GraphProto& graph = *model.mutable_graph();
   graph.set_name("update");
@@ -108,7 +71,7 @@ Expected<UpdateGraph> BuildUpdateGraph(const std::vector<NamedTensor>& parameter
   std::set<std::string> names;
   auto input = [&](const std::string& name, int32_t elem_type, const Shape& shape) {
     names.insert(name);
-    SetType(*graph.add_input(), name, elem_type, shape);
+    SetTensorValueInfo(*graph.add_input(), name, elem_type, shape);
   };
   input(kUpdateScale, onnx::TensorProto::FLOAT, {});
   input(kUpdateMicroBatches, onnx::TensorProto::INT64, {});
@@ -143,16 +106,17 @@ Expected<UpdateGraph> BuildUpdateGraph(const std::vector<NamedTensor>& parameter
         "'<p>.slot0' or 'update.*')");
   }
 
-  AddNode(graph, "update.unscale_and_check", "UnscaleAndCheck", true, unscale_inputs, unscale_outputs);
-  AddNode(graph, "update.loss_is_nan", "IsNaN", false, {kUpdateLoss}, {"update.loss_is_nan"});
-  AddNode(graph, "update.loss_is_inf", "IsInf", false, {kUpdateLoss}, {"update.loss_is_inf"});
-  AddNode(graph, "update.loss_non_finite", "Or", false, {"update.loss_is_nan", "update.loss_is_inf"},
+  AddNode(graph, "update.unscale_and_check", "UnscaleAndCheck", kOnnxAmpDomain, unscale_inputs, unscale_outputs);
+  AddNode(graph, "update.loss_is_nan", "IsNaN", "", {kUpdateLoss}, {"update.loss_is_nan"});
+  AddNode(graph, "update.loss_is_inf", "IsInf", "", {kUpdateLoss}, {"update.loss_is_inf"});
+  AddNode(graph, "update.loss_non_finite", "Or", "", {"update.loss_is_nan", "update.loss_is_inf"},
           {"update.loss_non_finite"});
-  AddNode(graph, "update.skip", "Or", false, {"update.found_inf", "update.loss_non_finite"}, {kUpdateSkip});
-  SetFloat(*AddNode(graph, "update.clip", "GlobalNormClip", true, clip_inputs, clipped), "max_norm", clip_norm);
+  AddNode(graph, "update.skip", "Or", "", {"update.found_inf", "update.loss_non_finite"}, {kUpdateSkip});
+  AddNode(graph, "update.clip", "GlobalNormClip", kOnnxAmpDomain, clip_inputs, clipped,
+          {MakeAttribute("max_norm", clip_norm)});
 
-  SetType(*graph.add_output(), kUpdateSkip, onnx::TensorProto::BOOL, {});
-  SetType(*graph.add_output(), kUpdateFirstNonFinite, onnx::TensorProto::INT64, {});
+  SetTensorValueInfo(*graph.add_output(), kUpdateSkip, onnx::TensorProto::BOOL, {});
+  SetTensorValueInfo(*graph.add_output(), kUpdateFirstNonFinite, onnx::TensorProto::INT64, {});
   for (size_t p = 0; p < parameters.size(); ++p) {
     const std::string& name = parameters[p].name;
     std::vector<std::string> slots;
@@ -162,9 +126,9 @@ Expected<UpdateGraph> BuildUpdateGraph(const std::vector<NamedTensor>& parameter
       new_slots.push_back(slots.back() + ".new");
     }
     AddUpdateNode(graph, optimizer, name, clipped[p], slots, new_slots);
-    SetType(*graph.add_output(), name + ".new", onnx::TensorProto::FLOAT, parameters[p].tensor.shape());
+    SetTensorValueInfo(*graph.add_output(), name + ".new", onnx::TensorProto::FLOAT, parameters[p].tensor.shape());
     for (const std::string& slot : new_slots) {
-      SetType(*graph.add_output(), slot, onnx::TensorProto::FLOAT, parameters[p].tensor.shape());
+      SetTensorValueInfo(*graph.add_output(), slot, onnx::TensorProto::FLOAT, parameters[p].tensor.shape());
     }
   }
 

@@ -42,19 +42,6 @@ void Record(const Tensor& tensor, DType low_type, ValueRangeRecord& record) {
 
 }  // namespace
 
-// float32 for any other dtype: nothing here is screened against a wider type.
-double LargestFinite(DType dtype) {
-  if (dtype == DType::kFloat16) return 65504.0;
-  if (dtype == DType::kBFloat16) return 3.3895313892515355e38;
-  return std::numeric_limits<float>::max();
-}
-
-double SmallestSubnormal(DType dtype) {
-  if (dtype == DType::kFloat16) return std::ldexp(1.0, -24);
-  if (dtype == DType::kBFloat16) return std::ldexp(1.0, -133);
-  return std::numeric_limits<float>::denorm_min();
-}
-
 std::string DescribeScreenedNode(const ScreenedNode& node, DType low_type) {
   char text[160];
   if (node.problem == RangeProblem::kOverflow) {

@@ -50,10 +50,6 @@ struct RangeScreenResult {
   std::vector<ScreenedNode> nodes;       // topological order, each node once
 };
 
-// The largest finite value and the smallest positive subnormal of a float dtype.
-double LargestFinite(DType dtype);
-double SmallestSubnormal(DType dtype);
-
 std::string DescribeScreenedNode(const ScreenedNode& node, DType low_type);
 
 // `float32_model` is the unconverted model. Errors: those of the executor, and

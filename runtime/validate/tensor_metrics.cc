@@ -5,12 +5,12 @@
 #include <limits>
 #include <vector>
 
+#include "runtime/core/dtype.h"
 #include "runtime/core/status.h"
 
 namespace onnx_amp {
 namespace {
 
-constexpr double kFloat16Max = 65504.0;
 
 // Fraction of rows whose reference argmax is among the candidate's top-k entries.
 double TopKAgreement(std::span<const double> reference, std::span<const double> candidate, int64_t classes,

@@ -24,6 +24,7 @@ struct ValidateOptions {
   bool per_node = false;
   std::optional<Tolerance> tolerance;             // overrides the derived rule everywhere
   std::map<std::string, Tolerance> per_output;   // overrides for named outputs
+  size_t max_memory_bytes = 0;                    // ExecutorOptions::max_memory_bytes of both runs
 };
 
 struct TensorComparison {

@@ -27,6 +27,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "ops/kernel_registry.h"
+#include "ops/training/training_schemas.h"
 #include "runtime/autodiff/autodiff.h"
 #include "runtime/autodiff/gradient_builder.h"
 #include "runtime/core/float16.h"
@@ -36,6 +37,7 @@ namespace onnx_amp {
 namespace {
 
 constexpr double kUnitRoundoff32 = 1.0 / (1 << 24);
+const std::string kOnnxAmpDomainName = "ai.onnx_amp";
 constexpr double kRoundingTerms = 32.0;
 
 enum class Fill {
@@ -58,6 +60,7 @@ struct Node {
   std::vector<std::string> inputs;
   std::vector<std::string> outputs = {"Y"};
   Attributes attributes = {};
+  std::string domain = "";  // "ai.onnx_amp" for our ops (version 1)
 };
 
 struct GradCase {
@@ -148,6 +151,25 @@ std::vector<GradCase> Cases() {
       {"SoftmaxCrossEntropyLossWeightsIgnore",
        {{"SoftmaxCrossEntropyLoss", {"S", "L", "W"}, {"Y"}, {A("ignore_index", int64_t{1}), A("reduction", "sum")}}},
        {P("S", {2, 3, 2}), ConstI("L", {0, 1, 2, 2}, {2, 2}), ConstF("W", {3}, {0.5, 1.0, 2.0})}},
+      {"NegativeLogLikelihoodLossMean",
+       {{"NegativeLogLikelihoodLoss", {"X", "L"}}},
+       {P("X", {3, 4}), ConstI("L", {2, 0, 3})}},
+      {"NegativeLogLikelihoodLossWeightsIgnoreNone",
+       {{"NegativeLogLikelihoodLoss", {"X", "L", "W"}, {"Y"}, {A("ignore_index", int64_t{1}), A("reduction", "none")}}},
+       {P("X", {2, 3, 2}), ConstI("L", {0, 1, 2, 2}, {2, 2}), ConstF("W", {3}, {0.5, 1.0, 2.0})}},
+      // The losses of domain ai.onnx_amp work at opsets without ONNX's (12/13).
+      {"OnnxAmpSoftmaxCrossEntropyLossOpset9",
+       {{"SoftmaxCrossEntropyLoss", {"S", "L"}, {"Y"}, {}, kOnnxAmpDomainName}},
+       {P("S", {3, 4}), ConstI("L", {2, 0, 3})},
+       9},
+      {"OnnxAmpNegativeLogLikelihoodLossOpset11",
+       {{"NegativeLogLikelihoodLoss", {"X", "L"}, {"Y"}, {A("reduction", "sum")}, kOnnxAmpDomainName}},
+       {P("X", {3, 4}), ConstI("L", {1, 3, 0})},
+       11},
+      {"OnnxAmpMeanSquaredErrorOpset8",
+       {{"MeanSquaredError", {"P", "T"}, {"Y"}, {}, kOnnxAmpDomainName}},
+       {P("P", {3, 4}), P("T", {3, 4})},
+       8},
       {"BatchNormalizationTraining",
        {{"BatchNormalization", {"X", "scale", "B", "mean", "var"}, {"Y", "rm", "rv"}, {A("training_mode", int64_t{1})}}},
        {P("X", {2, 3, 2, 2}), P("scale", {3}), P("B", {3}), ConstF("mean", {3}, {0.1, -0.2, 0.3}),
@@ -220,6 +242,10 @@ std::vector<GradCase> Cases() {
       {"Expand", {{"Expand", {"X", "shape"}}}, {P("X", {3, 1}), ConstI("shape", {2, 3, 4})}},
       {"Tile", {{"Tile", {"X", "repeats"}}}, {P("X", {2, 3}), ConstI("repeats", {2, 3})}},
       {"Concat", {{"Concat", {"A", "B", "C"}, {"Y"}, {A("axis", int64_t{1})}}}, {P("A", {2, 1}), P("B", {2, 3}), P("C", {2, 2})}},
+      {"ConcatOpset9SliceAttributes",
+       {{"Concat", {"A", "B", "C"}, {"Y"}, {A("axis", int64_t{1})}}},
+       {P("A", {2, 1}), P("B", {2, 3}), P("C", {2, 2})},
+       9},
       {"ConcatNegativeAxis", {{"Concat", {"A", "B"}, {"Y"}, {A("axis", int64_t{-1})}}}, {P("A", {2, 2}), P("B", {2, 3})}},
       {"SplitBothUsed",
        {{"Split", {"X"}, {"Y0", "Y1"}, {A("axis", int64_t{1}), A("num_outputs", int64_t{2})}}, {"Mul", {"Y0", "Y1"}}},
@@ -245,6 +271,14 @@ std::vector<GradCase> Cases() {
       // Symbolic batch dims: broadcast and MatMul batches are undone from Shape at run time.
       {"AddSymbolicBatch", {{"Add", {"A", "B"}}}, {P("A", {2, 3}), P("B", {1, 3})}, 18, 1e-2, true},
       {"MatMulSymbolicBatch", {{"MatMul", {"A", "B"}}}, {P("A", {2, 3, 4}), P("B", {1, 4, 2})}, 18, 1e-2, true},
+      // A dense layer on a symbolic batch before opset 13: the broadcast axes follow from
+      // the known dims and the shared symbolic name, with no run-time axes.
+      {"DenseSymbolicBatchOpset11",
+       {{"MatMul", {"X", "W"}, {"H"}}, {"Add", {"H", "b"}}},
+       {P("X", {2, 3}), P("W", {3, 4}), P("b", {4})},
+       11,
+       1e-2,
+       true},
       // A few nodes in a chain with fan-out (an MLP-like block).
       {"MlpBlock",
        {{"MatMul", {"X", "W1"}, {"H"}},
@@ -266,6 +300,11 @@ std::vector<GradCase> Cases() {
     }
   }
   cases.push_back({"GemmColumnBias", {{"Gemm", {"A", "B", "C"}}}, {P("A", {3, 4}), P("B", {4, 2}), P("C", {3, 1})}});
+  // Before opset 11 Gemm's C is required: the gradient Gemms get a zero C.
+  cases.push_back({"GemmOpset9",
+                   {{"Gemm", {"A", "B", "C"}, {"Y"}, {A("alpha", 0.5f), A("transB", int64_t{1})}}},
+                   {P("A", {3, 4}), P("B", {5, 4}), P("C", {5})},
+                   9});
   return cases;
 }
 
@@ -366,6 +405,12 @@ Prepared Prepare(const GradCase& c) {
   for (const Node& spec : c.nodes) {
     onnx::NodeProto* node = graph->add_node();
     node->set_op_type(spec.op);
+    node->set_domain(spec.domain);
+    if (!spec.domain.empty() && p.forward.opset_import_size() == 1) {
+      onnx::OperatorSetIdProto* custom = p.forward.add_opset_import();
+      custom->set_domain(spec.domain);
+      custom->set_version(1);
+    }
     for (const std::string& input : spec.inputs) node->add_input(input);
     for (const std::string& output : spec.outputs) node->add_output(output);
     for (const onnx::AttributeProto& attribute : spec.attributes) *node->add_attribute() = attribute;
@@ -374,12 +419,18 @@ Prepared Prepare(const GradCase& c) {
   return p;
 }
 
-// forward + loss = ReduceSum(Y * R) as a scalar output "loss".
-onnx::ModelProto WithLoss(const onnx::ModelProto& forward, const Tensor& r) {
+// forward + loss = ReduceSum(Y * R) as a scalar output "loss". With a symbolic batch, R
+// is an input [N, ...] fed with `r`, so that the loss' own Mul broadcasts nothing the
+// shapes leave open; otherwise an initializer.
+onnx::ModelProto WithLoss(const onnx::ModelProto& forward, const Tensor& r, bool symbolic_batch) {
   onnx::ModelProto model = forward;
   onnx::GraphProto* graph = model.mutable_graph();
   std::vector<double> r_values(r.data<float>(), r.data<float>() + r.num_elements());
-  *graph->add_initializer() = ToProto("R", DType::kFloat32, r.shape(), r_values);
+  if (symbolic_batch) {
+    AddTensorValue(graph->add_input(), "R", DType::kFloat32, &r.shape(), true);
+  } else {
+    *graph->add_initializer() = ToProto("R", DType::kFloat32, r.shape(), r_values);
+  }
   onnx::NodeProto* mul = graph->add_node();
   mul->set_op_type("Mul");
   mul->add_input("Y");
@@ -406,13 +457,14 @@ class GradientCheck : public ::testing::TestWithParam<GradCase> {};
 TEST_P(GradientCheck, MatchesCentralDifferences) {
   const GradCase& c = GetParam();
   for (const Node& node : c.nodes) {
-    if (CpuKernelRegistry().Find("", node.op, DeviceKind::kCpu) == nullptr) {
+    if (CpuKernelRegistry().Find(node.domain, node.op, DeviceKind::kCpu) == nullptr) {
       GTEST_SKIP() << "no CPU kernel for the forward op " << node.op;
     }
   }
   if (CpuKernelRegistry().Find("", "ReduceSum", DeviceKind::kCpu) == nullptr) {
     GTEST_SKIP() << "no CPU kernel for ReduceSum (the loss)";
   }
+  RegisterTrainingOpSchemas();  // the cases' ops of domain ai.onnx_amp
   Prepared p = Prepare(c);
   ExecutorOptions executor_options;
   executor_options.num_threads = 1;
@@ -441,11 +493,12 @@ TEST_P(GradientCheck, MatchesCentralDifferences) {
   AutodiffOptions options;
   options.loss = "loss";
   options.parameters = p.parameters;
-  auto grad_model = BuildGradientModel(WithLoss(p.forward, r), options);
+  auto grad_model = BuildGradientModel(WithLoss(p.forward, r, c.symbolic_batch), options);
   ASSERT_TRUE(grad_model.ok()) << grad_model.status().message();
   auto backward = Executor::Create(*grad_model, executor_options);
   ASSERT_TRUE(backward.ok()) << backward.status().message();
   std::map<std::string, Tensor> feeds = p.feeds;
+  if (c.symbolic_batch) feeds["R"] = r;
   feeds["loss_grad"] = Tensor::Empty(DType::kFloat32, {});
   feeds["loss_grad"].data<float>()[0] = 1.0f;
   auto result = (*backward)->Run(feeds);

@@ -15,6 +15,7 @@
 #include "runtime/autodiff/gradient_builder.h"
 #include "runtime/core/float16.h"
 #include "runtime/exec/executor.h"
+#include "runtime/core/onnx_domain.h"
 
 namespace onnx_amp {
 namespace {
@@ -94,13 +95,13 @@ std::vector<Tensor> RunCase(const KernelCase& c, DType dtype, const std::map<std
   model.set_ir_version(8);
   model.add_opset_import()->set_version(18);
   onnx::OperatorSetIdProto* training = model.add_opset_import();
-  training->set_domain(std::string(kTrainingDomain));
+  training->set_domain(std::string(kOnnxAmpDomain));
   training->set_version(1);
   onnx::GraphProto* graph = model.mutable_graph();
   graph->set_name(c.op);
   onnx::NodeProto* node = graph->add_node();
   node->set_op_type(c.op);
-  node->set_domain(std::string(kTrainingDomain));
+  node->set_domain(std::string(kOnnxAmpDomain));
   std::map<std::string, Tensor> feeds;
   for (const Input& input : c.inputs) {
     node->add_input(input.name);

@@ -1,5 +1,6 @@
 // BuildGradientModel's graph-level behaviour: every node without a gradient rule is
-// listed in one error; nodes off the parameter-to-loss path are ignored; the result
+// listed in one error; a rule that needs a newer opset than the model's names the node,
+// the opset and the fix; nodes off the parameter-to-loss path are ignored; the result
 // has the documented inputs and outputs and passes the ONNX checker.
 #include <string>
 
@@ -7,6 +8,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "runtime/autodiff/autodiff.h"
+#include "runtime/autodiff/gradient_builder.h"
 
 namespace onnx_amp {
 namespace {
@@ -73,6 +75,50 @@ TEST(Autodiff, ListsEveryNodeWithoutARuleInOneError) {
   EXPECT_NE(message.find("'first_atan' (Atan)"), std::string::npos) << message;
   EXPECT_NE(message.find("'second_sin' (Sin)"), std::string::npos) << message;
   EXPECT_EQ(message.find("off_path_cos"), std::string::npos) << message;
+}
+
+TEST(Autodiff, ARuleNeedingANewerOpsetNamesTheNodeTheOpsetAndTheFix) {
+  onnx::ModelProto model = BaseModel();
+  model.mutable_opset_import(0)->set_version(13);
+  onnx::GraphProto* graph = model.mutable_graph();
+  onnx::TensorProto* index = graph->add_initializer();
+  index->set_name("index");
+  index->set_data_type(onnx::TensorProto::INT64);
+  index->add_dims(2);
+  index->add_dims(1);
+  index->add_int64_data(2);
+  index->add_int64_data(0);
+  AddNode(graph, "mul", "Mul", {"x", "w"}, {"a"});
+  *AddNode(graph, "pick", "GatherElements", {"a", "index"}, {"picked"})->add_attribute() = MakeAttribute("axis", int64_t{1});
+  *AddNode(graph, "sum", "ReduceSum", {"picked"}, {"loss"})->add_attribute() = MakeAttribute("keepdims", int64_t{0});
+  AddFloatValue(graph->add_output(), "loss", {});
+
+  auto result = BuildGradientModel(model, AutodiffOptions{});
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), ErrorCode::kUnsupported);
+  const std::string& message = result.status().message();
+  EXPECT_NE(message.find("'pick' (GatherElements)"), std::string::npos) << message;
+  EXPECT_NE(message.find("needs opset >= 16"), std::string::npos) << message;
+  EXPECT_NE(message.find("has opset 13"), std::string::npos) << message;
+  EXPECT_NE(message.find("--opset 16"), std::string::npos) << message;
+}
+
+TEST(Autodiff, AZeroGradientBeforeOpset9IsAnErrorNamingTheParameter) {
+  onnx::ModelProto model = BaseModel();
+  model.mutable_opset_import(0)->set_version(8);
+  onnx::GraphProto* graph = model.mutable_graph();
+  *graph->add_initializer() = graph->initializer(0);
+  graph->mutable_initializer(1)->set_name("unused_w");
+  AddNode(graph, "mul", "Mul", {"x", "w"}, {"a"});
+  *AddNode(graph, "sum", "ReduceSum", {"a"}, {"loss"})->add_attribute() = MakeAttribute("keepdims", int64_t{0});
+  AddFloatValue(graph->add_output(), "loss", {});
+
+  auto result = BuildGradientModel(model, AutodiffOptions{});  // every float initializer
+  ASSERT_FALSE(result.ok());
+  const std::string& message = result.status().message();
+  EXPECT_NE(message.find("'unused_w'"), std::string::npos) << message;
+  EXPECT_NE(message.find("opset >= 9"), std::string::npos) << message;
+  EXPECT_NE(message.find("--opset 9"), std::string::npos) << message;
 }
 
 TEST(Autodiff, ResultHasSeedInputAndGradientOutputs) {

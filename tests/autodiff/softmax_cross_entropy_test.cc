@@ -17,6 +17,7 @@
 #include "runtime/autodiff/gradient_builder.h"
 #include "ops/training/training_schemas.h"
 #include "runtime/exec/executor.h"
+#include "runtime/core/onnx_domain.h"
 
 namespace onnx_amp {
 namespace {
@@ -76,7 +77,7 @@ TEST(SoftmaxCrossEntropyLossGrad, MatchesCentralDifferencesOfTheHostLoss) {
     model.set_ir_version(8);
     model.add_opset_import()->set_version(18);
     onnx::OperatorSetIdProto* training = model.add_opset_import();
-    training->set_domain(std::string(kTrainingDomain));
+    training->set_domain(std::string(kOnnxAmpDomain));
     training->set_version(1);
     onnx::GraphProto* graph = model.mutable_graph();
     graph->set_name("sce");
@@ -95,7 +96,7 @@ TEST(SoftmaxCrossEntropyLossGrad, MatchesCentralDifferencesOfTheHostLoss) {
     *log_softmax->add_attribute() = MakeAttribute("axis", int64_t{1});
     onnx::NodeProto* grad = graph->add_node();
     grad->set_op_type("SoftmaxCrossEntropyLossGrad");
-    grad->set_domain(std::string(kTrainingDomain));
+    grad->set_domain(std::string(kOnnxAmpDomain));
     grad->add_input("dloss");
     grad->add_input("log_prob");
     grad->add_input("labels");

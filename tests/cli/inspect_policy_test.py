@@ -19,8 +19,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 ARGS = None
 
-PRECISION_KEYS = {"policy", "target", "hardware", "casts_inserted", "casts_retargeted", "float_nodes", "converted_nodes",
-                  "percent_converted", "clamped", "unknown_ops", "nodes", "tensor_core"}
+PRECISION_KEYS = {"policy", "target", "hardware", "opset", "opset_change", "casts_inserted", "casts_retargeted",
+                  "float_nodes", "converted_nodes", "percent_converted", "clamped", "unknown_ops", "nodes", "tensor_core"}
 NODE_KEYS = {"graph", "name", "op", "dtype", "class", "reason"}
 MISS_KEYS = {"node", "op", "dtype", "dims"}
 DIM_KEYS = {"name", "value", "multiple_of_8"}
@@ -145,6 +145,9 @@ class TransformerPolicyTest(unittest.TestCase):
         self.assertEqual(self.precision["target"], "portable")
         self.assertEqual(self.precision["hardware"], "any")
         self.assertEqual(self.precision["unknown_ops"], [])
+        # float16 needs no newer opset for any op of this model.
+        self.assertEqual(self.precision["opset_change"]["action"], "kept")
+        self.assertEqual(self.precision["opset_change"]["needs"], [])
 
     def test_without_policy_inspect_is_unchanged(self):
         summary = json.loads(run_cli("inspect", self.model, "--json"))

@@ -64,6 +64,16 @@ ALLOWED_MISMATCHES = {
     ("test_reduce_prod_default_axes_keepdims_example", "float16"):
         "the product of 1..12 is 12! = 4.8e8, beyond float16's largest finite 65504: it overflows to inf",
 }
+# These models are at opsets below 22, where Tan and Round admit no bfloat16: the plain
+# bfloat16 policy converts them once the converter raises the opset.
+ALLOWED_MISMATCHES[("test_tan", "bfloat16")] = (
+    "tan near pi/2 (x = 1.5328, tan x = 26.3) has condition number x(1 + tan^2 x)/tan x = 40: "
+    "the bfloat16 rounding of x moves the result 40 roundoffs")
+for _variant in ("", "_max_adjusted", "_min_adjusted"):
+    ALLOWED_MISMATCHES[(f"test_dynamicquantizelinear{_variant}_expanded", "bfloat16")] = (
+        "bfloat16 keeps 8 significant bits: the scale (max - min) / 255 rounds by up to 2^-9 of itself, which "
+        "moves x / scale near 255 by up to half a step, and x / scale rounds to bfloat16's spacing of 1 in "
+        "[128, 256): uint8 values and the zero point differ by one quantization step")
 for _policy, _spacing in (("float16", 8), ("bfloat16", 64)):
     for _op in ("softmax", "logsoftmax"):
         ALLOWED_MISMATCHES[(f"test_{_op}_large_number_expanded", _policy)] = (

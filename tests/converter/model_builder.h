@@ -77,6 +77,13 @@ inline void SetIntsAttr(onnx::NodeProto& node, const std::string& name, const st
   for (int64_t v : values) attr->add_ints(v);
 }
 
+inline void SetStringAttr(onnx::NodeProto& node, const std::string& name, const std::string& value) {
+  auto* attr = node.add_attribute();
+  attr->set_name(name);
+  attr->set_type(onnx::AttributeProto::STRING);
+  attr->set_s(value);
+}
+
 inline onnx::GraphProto* AddGraphAttr(onnx::NodeProto& node, const std::string& name) {
   auto* attr = node.add_attribute();
   attr->set_name(name);

@@ -283,10 +283,14 @@ TEST(ConverterPains, P01_ResizeScalesAndRoiStayFloat) {
     for (PolicyKind kind : {PolicyKind::kMixedFloat16, PolicyKind::kMixedBFloat16, PolicyKind::kFloat16}) {
       SCOPED_TRACE("opset " + std::to_string(c.opset) + (c.sizes ? " sizes " : " scales ") +
                    std::string(PolicyKindName(kind)));
-      const auto result = ConvertOk(model, Options(kind));  // verified: full checker + strict inference
-      const onnx::GraphProto& graph = result.model.graph();
       // Resize-10/11 admit no bfloat16 X; from opset 13 X goes low under every policy.
+      // The opset is kept so that the Resize inputs compare one to one (raising it from
+      // 10 inserts roi); opset_upgrade_test.cc covers the raise.
       const bool bf16 = kind == PolicyKind::kMixedBFloat16;
+      ConvertOptions options = Options(kind);
+      options.keep_opset = true;
+      const auto result = ConvertOk(model, options);  // verified: full checker + strict inference
+      const onnx::GraphProto& graph = result.model.graph();
       const std::string low = bf16 ? "bfloat16" : "float16";
       EXPECT_EQ(NodeDType(result.report, "resize"), bf16 && c.opset < 13 ? "float" : low);
       const onnx::NodeProto* resize = FindNode(graph, "resize");
@@ -1155,8 +1159,9 @@ TEST(ConverterPains, P15_RoundToNearestEvenNaNKeptAndBFloat16ConvOpset) {
   EXPECT_EQ(h[3], 0x0002);
   for (int i = 4; i < 7; ++i) EXPECT_TRUE(IsFloat16NaN(h[static_cast<size_t>(i)])) << std::hex << h[static_cast<size_t>(i)];
 
-  // Conv admits bfloat16 only from Conv-22: at opset 21 the portable target keeps it
-  // float32 and says why; asking for opset 22 upgrades the model and converts it.
+  // Conv admits bfloat16 only from Conv-22: at opset 21 with --keep-opset the portable
+  // target keeps it float32 and says why; by default, as with --opset 22, the converter
+  // upgrades the model and converts it.
   onnx::ModelProto conv_model = testing::NewModel(21);
   conv_model.set_ir_version(10);
   {
@@ -1165,7 +1170,9 @@ TEST(ConverterPains, P15_RoundToNearestEvenNaNKeptAndBFloat16ConvOpset) {
     g.Floats("K", {1, 1, 1, 1}, {0.5f});
     g.Node("Conv", {"x", "K"}, {"y"}, "conv");
   }
-  const auto kept = ConvertOk(conv_model, Options(PolicyKind::kMixedBFloat16));
+  ConvertOptions keep = Options(PolicyKind::kMixedBFloat16);
+  keep.keep_opset = true;
+  const auto kept = ConvertOk(conv_model, keep);
   EXPECT_EQ(NodeDType(kept.report, "conv"), "float");
   ASSERT_EQ(kept.report.nodes.size(), 1u);
   EXPECT_NE(kept.report.nodes[0].reason.find("does not admit bfloat16"), std::string::npos)
@@ -1173,14 +1180,16 @@ TEST(ConverterPains, P15_RoundToNearestEvenNaNKeptAndBFloat16ConvOpset) {
   EXPECT_EQ(kept.report.casts_inserted, 0);
   EXPECT_EQ(kept.model.opset_import(0).version(), 21);
 
-  ConvertOptions upgrade = Options(PolicyKind::kMixedBFloat16);
-  upgrade.opset = 22;
-  const auto upgraded = ConvertOk(conv_model, upgrade);
-  EXPECT_EQ(NodeDType(upgraded.report, "conv"), "bfloat16");
-  EXPECT_EQ(upgraded.report.opset, 22);
-  EXPECT_EQ(upgraded.model.opset_import(0).version(), 22);
-  EXPECT_EQ(FindInitializer(upgraded.model.graph(), "K")->data_type(), onnx::TensorProto::BFLOAT16);
-  EXPECT_TRUE(CheckModel(upgraded.model, /*full_check=*/true).ok());
+  for (bool pinned : {false, true}) {
+    ConvertOptions upgrade = Options(PolicyKind::kMixedBFloat16);
+    if (pinned) upgrade.opset = 22;
+    const auto upgraded = ConvertOk(conv_model, upgrade);
+    EXPECT_EQ(NodeDType(upgraded.report, "conv"), "bfloat16");
+    EXPECT_EQ(upgraded.report.opset, 22);
+    EXPECT_EQ(upgraded.model.opset_import(0).version(), 22);
+    EXPECT_EQ(FindInitializer(upgraded.model.graph(), "K")->data_type(), onnx::TensorProto::BFLOAT16);
+    EXPECT_TRUE(CheckModel(upgraded.model, /*full_check=*/true).ok());
+  }
 }
 
 }  // namespace

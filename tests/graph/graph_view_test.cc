@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/core/limits.h"
 #include "runtime/graph/graph_view.h"
 
 namespace onnx_amp {
@@ -218,6 +219,37 @@ onnx::GraphProto IfBranch(const std::string& name, const std::string& op_type, c
   AddNode(branch, op_type, name + "_node", {outer_value}, {output});
   *branch.add_output() = UntypedInfo(output);
   return branch;
+}
+
+// `depth` If nodes, each in the then_branch of the one before; every branch reads the
+// main graph's x.
+onnx::ModelProto NestedIfs(int depth) {
+  onnx::GraphProto inner = IfBranch("leaf", "Neg", "x", "leaf_out");
+  for (int level = depth; level >= 1; --level) {
+    onnx::GraphProto graph;
+    graph.set_name(level == 1 ? "main" : "level" + std::to_string(level));
+    const std::string out = "out" + std::to_string(level);
+    onnx::NodeProto* if_node = AddNode(graph, "If", "if" + std::to_string(level), {"cond"}, {out});
+    AddGraphAttribute(*if_node, "then_branch", inner);
+    AddGraphAttribute(*if_node, "else_branch", IfBranch("else", "Abs", "x", "else_out"));
+    *graph.add_output() = UntypedInfo(out);
+    inner = std::move(graph);
+  }
+  *inner.add_input() = TensorInfo("cond", kBool, {});
+  *inner.add_input() = TensorInfo("x", kFloat, {2});
+  return MakeModel(inner);
+}
+
+TEST(GraphViewTest, SubgraphNestingIsLimited) {
+  // kMaxSubgraphDepth bodies inside one another are fine; one more is an error naming the scope.
+  const onnx::ModelProto deepest_allowed = NestedIfs(kMaxSubgraphDepth);
+  EXPECT_NE(BuildOrDie(deepest_allowed), nullptr);
+  const onnx::ModelProto too_deep = NestedIfs(kMaxSubgraphDepth + 1);
+  Expected<std::unique_ptr<ModelView>> view = BuildModelView(too_deep);
+  ASSERT_FALSE(view.ok());
+  EXPECT_EQ(view.status().code(), ErrorCode::kInvalidModel);
+  EXPECT_THAT(view.status().message(), HasSubstr("subgraphs nested more than 32 deep"));
+  EXPECT_THAT(view.status().message(), HasSubstr("main/if1.then_branch/if2.then_branch"));
 }
 
 TEST(GraphViewTest, IfBranchReadsOuterValue) {

@@ -118,6 +118,13 @@ TEST(BadInputTest, MissingExternalDataFile) {
   EXPECT_EQ(message, (temp / "model.onnx").string() + ": tensor 'W': external data file 'w.bin' not found");
 }
 
+TEST(BadInputTest, OverlongLocation) {
+  TempDir temp;
+  WriteModel(ModelWithExternalWeight(std::string(5000, 'a'), 4), temp / "model.onnx");
+  ExpectLoadError(temp / "model.onnx", ErrorCode::kInvalidModel,
+                  {"tensor 'W'", "external data location of 5000 bytes exceeds the limit of 4096"});
+}
+
 TEST(BadInputTest, AbsoluteLocation) {
   TempDir temp;
   WriteModel(ModelWithExternalWeight("/etc/passwd", 4), temp / "model.onnx");

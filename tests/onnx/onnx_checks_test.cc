@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <string>
+#include <tuple>
 
 #include "runtime/onnx/model_io.h"
 #include "runtime/onnx/onnx_checks.h"
@@ -40,6 +41,7 @@ onnx::ModelProto AddModel(std::initializer_list<int64_t> a_shape, std::initializ
     input->set_name(name);
     onnx::TypeProto_Tensor* type = input->mutable_type()->mutable_tensor_type();
     type->set_elem_type(onnx::TensorProto_DataType_FLOAT);
+    type->mutable_shape();  // an empty list is a scalar, not an unknown shape
     for (const int64_t dim : shape) type->mutable_shape()->add_dim()->set_dim_value(dim);
   }
   onnx::NodeProto* node = graph->add_node();
@@ -107,6 +109,62 @@ TEST(OnnxChecksTest, IncompatibleShapesFailOnlyStrictInference) {
   onnx::ModelProto lenient_model = AddModel({2, 3}, {4, 5});
   EXPECT_TRUE(InferShapes(lenient_model, /*strict=*/false).ok());
   EXPECT_EQ(CheckModel(AddModel({2, 3}, {4, 5}), /*full_check=*/true).code(), ErrorCode::kInvalidModel);
+}
+
+// AddModel's graph with the node turned into Einsum(A, B) with `equation`.
+onnx::ModelProto EinsumModel(std::initializer_list<int64_t> a_shape, std::initializer_list<int64_t> b_shape,
+                             const std::string& equation) {
+  onnx::ModelProto model = AddModel(a_shape, b_shape);
+  onnx::NodeProto* node = model.mutable_graph()->mutable_node(0);
+  node->set_op_type("Einsum");
+  onnx::AttributeProto* attr = node->add_attribute();
+  attr->set_name("equation");
+  attr->set_type(onnx::AttributeProto::STRING);
+  attr->set_s(equation);
+  return model;
+}
+
+// ONNX 1.18's Einsum inference reads dims by label position without checking ranks and
+// crashed on these (the first one found by the graph_view fuzz target), as did ConvTranspose's
+// below; now inference fails.
+TEST(OnnxChecksTest, OperandsOnnxInferenceWouldCrashOnFailInference) {
+  struct Case {
+    onnx::ModelProto model;
+    std::string expected;
+  };
+  Case cases[] = {
+      {EinsumModel({}, {5, 3, 4}, "bij, bjk -> bik"), "Einsum input 0 has rank 0 but its term 'bij' has 3 labels"},
+      {EinsumModel({2, 3, 4}, {2, 4, 5}, "bij,bjk->bzk"), "Einsum output label 'z' is in no input"},
+      {EinsumModel({2, 3, 4}, {4, 5}, "...ij,...jk->...ik"), "ellipses stand for different numbers of dimensions"},
+  };
+  for (Case& c : cases) {
+    onnx::ModelProto lenient = c.model;
+    EXPECT_TRUE(InferShapes(lenient, /*strict=*/false).ok());  // errors per node are ignored, nothing crashes
+    const Status strict = InferShapes(c.model, /*strict=*/true);
+    EXPECT_EQ(strict.code(), ErrorCode::kInvalidModel);
+    EXPECT_NE(strict.message().find(c.expected), std::string::npos) << strict.message();
+  }
+  // ConvTranspose-11 read its kernel size from a weight of the wrong rank (graph_view fuzz target).
+  for (const auto& [x_shape, w_shape, expected] :
+       {std::tuple{std::initializer_list<int64_t>{1, 1, 3}, std::initializer_list<int64_t>{1, 3},
+                   "ConvTranspose weight has rank 2 but the input has rank 3"},
+        std::tuple{std::initializer_list<int64_t>{1, 1, 3}, std::initializer_list<int64_t>{1},
+                   "ConvTranspose weight has rank 1; it needs at least 2"}}) {
+    onnx::ModelProto model = AddModel(x_shape, w_shape);
+    model.mutable_opset_import(0)->set_version(11);
+    model.mutable_graph()->mutable_node(0)->set_op_type("ConvTranspose");
+    const Status strict = InferShapes(model, /*strict=*/true);
+    EXPECT_EQ(strict.code(), ErrorCode::kInvalidModel);
+    EXPECT_NE(strict.message().find(expected), std::string::npos) << strict.message();
+  }
+
+  onnx::ModelProto valid = EinsumModel({2, 3, 4}, {2, 4, 5}, "bij,bjk->bik");
+  ASSERT_TRUE(InferShapes(valid, /*strict=*/true).ok());
+  const auto& dims = valid.graph().output(0).type().tensor_type().shape().dim();
+  ASSERT_EQ(dims.size(), 3);
+  EXPECT_EQ(dims[0].dim_value(), 2);
+  EXPECT_EQ(dims[1].dim_value(), 3);
+  EXPECT_EQ(dims[2].dim_value(), 5);
 }
 
 }  // namespace

@@ -76,6 +76,11 @@ TEST(NpyTest, MalformedFilesAreErrors) {
       {NpyWithHeader("{'descr': '<f4', 'shape': (2,), }", payload), "lacks descr"},
       {NpyWithHeader("{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }", std::string("\x01\x07", 2)),
        "other than 0 or 1"},
+      // 2^21 * 2^21 * 2^21 elements: the byte count would overflow 64 bits.
+      {NpyWithHeader("{'descr': '<f4', 'fortran_order': False, 'shape': (2097152, 2097152, 2097152), }", payload),
+       "elements"},
+      {NpyWithHeader("{'descr': '<f4', 'fortran_order': False, 'shape': (" + std::string(70, '1') + ",), }", payload),
+       "dimension too large"},
   };
   for (const Case& c : cases) {
     auto tensor = ParseNpy(c.bytes, "bad.npy");
@@ -83,6 +88,14 @@ TEST(NpyTest, MalformedFilesAreErrors) {
     EXPECT_NE(tensor.status().message().find(c.expected), std::string::npos) << tensor.status().message();
     EXPECT_EQ(tensor.status().message().rfind("bad.npy: ", 0), 0u) << tensor.status().message();
   }
+  // A version 2.0 header claiming 16 MiB (the limit is 1 MiB), in a file long enough to hold it.
+  std::string huge_header = "\x93NUMPY\x02";
+  huge_header += std::string("\0\0\0\0\x01", 5);  // header length 0x01000000, little-endian
+  huge_header.resize(huge_header.size() + (size_t{16} << 20), ' ');
+  auto refused = ParseNpy(huge_header, "huge.npy");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("header of 16777216 bytes exceeds the limit"), std::string::npos)
+      << refused.status().message();
   const std::string good = NpyWithHeader("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", payload);
   for (size_t cut : {size_t{5}, size_t{40}, good.size() - 1}) {
     EXPECT_FALSE(ParseNpy(good.substr(0, cut), "cut.npy").ok()) << cut;

@@ -123,6 +123,28 @@ class RunStats(unittest.TestCase):
         return float(match.group(1)), float(match.group(2))
 
 
+class MaxMemory(unittest.TestCase):
+    """--max-memory caps what a run allocates for node outputs: past it the command fails
+    (exit 1) naming the node and output; a malformed size is a usage error (exit 2)."""
+
+    def cli(self, *args):
+        return subprocess.run([ARGS.cli, *map(str, args)], capture_output=True, text=True)
+
+    def test_run_and_validate_respect_the_cap(self):
+        model = Path(ARGS.models) / "mlp_u64.onnx"
+        # The first hidden layer alone is a [256, 64] float32 output: 64 KiB.
+        for command in (["run", model, "--random"], ["validate", model, "--policy", "mixed_float16", "--random"]):
+            capped = self.cli(*command, "--dim", "batch=256", "--max-memory", "32K")
+            self.assertEqual(capped.returncode, 1, capped.stderr)
+            self.assertRegex(capped.stderr, r"node '[^']+' \(\w+\): output '[^']+' \[256,64\] needs 65536 bytes more")
+            self.assertIn("memory cap is 32768 bytes (--max-memory)", capped.stderr)
+            roomy = self.cli(*command, "--dim", "batch=256", "--max-memory", "64M")
+            self.assertEqual(roomy.returncode, 0, roomy.stderr)
+        bad = self.cli("run", model, "--random", "--dim", "batch=2", "--max-memory", "12 MB")
+        self.assertEqual(bad.returncode, 2)
+        self.assertIn("--max-memory '12 MB'", bad.stderr)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--cli", required=True)

@@ -104,6 +104,20 @@ TEST(TensorProtoTest, TypedFields) {
   EXPECT_EQ(f64->data<double>()[1], -3e300);
 }
 
+TEST(TensorProtoTest, BoolRawBytesOtherThanZeroOrOneAreErrors) {
+  onnx::TensorProto proto;
+  proto.set_name("mask");
+  proto.add_dims(3);
+  proto.set_data_type(ToOnnx(DType::kBool));
+  proto.set_raw_data(std::string("\x01\x00\x02", 3));
+  auto refused = TensorFromProto(proto);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), ErrorCode::kInvalidModel);
+  EXPECT_EQ(refused.status().message(), "tensor 'mask': boolean array holds a byte other than 0 or 1");
+  proto.set_raw_data(std::string("\x01\x00\x01", 3));
+  EXPECT_TRUE(TensorFromProto(proto).ok());
+}
+
 TEST(TensorProtoTest, StringsAreUnsupported) {
   onnx::TensorProto proto;
   proto.set_name("words");

@@ -83,6 +83,14 @@ TEST_F(IdxDatasetTest, BadFilesAreClearErrors) {
   ASSERT_FALSE(result.ok());
   EXPECT_NE(result.status().message().find("3 images but"), std::string::npos) << result.status().message();
 
+  // 2^31 * 2^31 * 4 images bytes wrap to 0 in 64 bits, which an empty payload would match.
+  const fs::path wrapping = dir_ / "wrapping";
+  WritePlain(wrapping, IdxBytes({0x80000000u, 0x80000000u, 4}, {}));
+  result = LoadIdxPair(wrapping, labels);
+  ASSERT_FALSE(result.ok());
+  EXPECT_NE(result.status().message().find("elements"), std::string::npos) << result.status().message();
+  EXPECT_NE(result.status().message().find(wrapping.string()), std::string::npos);
+
   result = LoadIdxPair(dir_ / "missing", labels);
   EXPECT_EQ(result.status().code(), ErrorCode::kNotFound);
   EXPECT_EQ(LoadIdxFolder(dir_ / "no_such_folder").status().code(), ErrorCode::kNotFound);

@@ -13,6 +13,7 @@
 #include <random>
 #include <set>
 
+#include "converter/convert_model.h"
 #include "runtime/onnx/model_io.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/gradient_math.h"
@@ -27,9 +28,18 @@ std::unique_ptr<Trainer> MakeTrainer(OptimizerKind kind, PolicyKind policy = Pol
                                      float clip_norm = 0.0f) {
   Expected<onnx::ModelProto> model = LoadModel(std::string(ONNX_AMP_MODELS_DIR) + "/mlp_u64.onnx");
   EXPECT_TRUE(model.ok()) << model.status().message();
-  TrainingGraphOptions options;
-  options.policy = policy;
-  Expected<TrainingGraph> graph = BuildTrainingGraph(*model, options);
+  Expected<TrainableModel> trainable = PrepareTrainableModel(*model, LossKind::kCrossEntropy);
+  EXPECT_TRUE(trainable.ok()) << trainable.status().message();
+  if (policy != PolicyKind::kFloat32) {
+    ConvertOptions convert;
+    convert.policy.kind = policy;
+    convert.target = ConvertTarget::kOnnxAmp;
+    EXPECT_TRUE(convert.policy.Compile().ok());
+    Expected<ConvertResult> converted = ConvertModel(trainable->forward, convert);
+    EXPECT_TRUE(converted.ok()) << converted.status().message();
+    trainable->forward = std::move(converted->model);
+  }
+  Expected<TrainingGraph> graph = BuildTrainingGraph(std::move(*trainable), LossKind::kCrossEntropy);
   EXPECT_TRUE(graph.ok()) << graph.status().message();
   TrainerConfig config;
   config.optimizer.kind = kind;
@@ -309,7 +319,9 @@ TEST(TrainingGraph, BatchNormRunningStatisticsAreNotParameters) {
     weights.insert({node.input(1), node.input(2)});
   }
   ASSERT_FALSE(statistics.empty());
-  Expected<TrainingGraph> graph = BuildTrainingGraph(*model, {});
+  Expected<TrainableModel> trainable = PrepareTrainableModel(*model, LossKind::kCrossEntropy);
+  ASSERT_TRUE(trainable.ok()) << trainable.status().message();
+  Expected<TrainingGraph> graph = BuildTrainingGraph(std::move(*trainable), LossKind::kCrossEntropy);
   ASSERT_TRUE(graph.ok()) << graph.status().message();
   std::set<std::string> parameters;
   for (const NamedTensor& parameter : graph->parameters) parameters.insert(parameter.name);

@@ -1,20 +1,22 @@
-// `onnx-amp convert IN.onnx -o OUT.onnx [--policy P] [overrides] [--report R.json]`:
-// converts a float32 model to mixed precision (converter/convert_model.h), or with
-// --auto searches for the nodes to keep float32 (convert_auto.h). A policy file gives
-// defaults; flags given on the command line override its keys. Large tensors stored as
-// external data are streamed: read, converted and written chunk by chunk.
+// `onnx-amp convert IN.onnx -o OUT.onnx [--policy P] [overrides] [--opset N | --keep-opset]
+// [--report R.json]`: converts a float32 model to mixed precision (converter/convert_model.h),
+// raising its opset where the low dtype needs it (opset_flags.h), or with --auto searches
+// for the nodes to keep float32 (convert_auto.h). A policy file gives defaults; flags given
+// on the command line override its keys. Large tensors stored as external data are
+// streamed: read, converted and written chunk by chunk.
 #include <cstddef>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "converter/convert_model.h"
+#include "converter/opset_upgrade.h"
 #include "runtime/onnx/model_io.h"
 #include "tools/onnx-amp/command.h"
 #include "tools/onnx-amp/convert_auto.h"
+#include "tools/onnx-amp/opset_flags.h"
 #include "tools/onnx-amp/policy_flags.h"
 
 namespace onnx_amp {
@@ -29,21 +31,21 @@ struct ConvertFlags {
   std::string output;
   PolicyFlags policy;
   std::string report;
-  std::optional<int64_t> opset;
+  OpsetFlags opset;
   bool no_sync = false;
 };
 
 Expected<ConvertOptions> BuildOptions(const ConvertFlags& flags) {
   ONNX_AMP_ASSIGN_OR_RETURN(ConvertOptions options, BuildPolicyOptions(flags.policy));
-  if (flags.opset && *flags.opset < 1) return InvalidArgument("--opset: must be a positive opset version");
-  options.opset = flags.opset;
+  ONNX_AMP_RETURN_IF_ERROR(ApplyOpsetFlags(flags.opset, options));
   return options;
 }
 
 Status RunConvert(const ConvertFlags& flags, const AutoConvertFlags& auto_flags) {
   ONNX_AMP_ASSIGN_OR_RETURN(ConvertOptions options, BuildOptions(flags));
-  // --auto runs the model and --opset rebuilds it through the ONNX IR: both need the data.
-  const bool stream = !auto_flags.enabled && !options.opset;
+  // --auto runs the model, so it needs the data; an opset change carries the file
+  // references of tensors left in their files (converter/opset_upgrade.h).
+  const bool stream = !auto_flags.enabled;
   LoadOptions load_options;
   if (stream) {
     load_options.keep_external_from_bytes = kStreamFromBytes;
@@ -60,10 +62,12 @@ Status RunConvert(const ConvertFlags& flags, const AutoConvertFlags& auto_flags)
   if (!flags.report.empty()) ONNX_AMP_RETURN_IF_ERROR(WriteReport(result->report, flags.report));
 
   const ConversionReport& report = result->report;
-  std::printf("%s: %lld of %lld float nodes in %s (%.1f%%), %lld Casts inserted, %lld retargeted\n",
+  const std::string opset = DescribeOpsetDecision(report.opset_decision);
+  std::printf("%s: %lld of %lld float nodes in %s (%.1f%%), %lld Casts inserted, %lld retargeted%s%s\n",
               flags.output.c_str(), static_cast<long long>(report.converted_nodes),
               static_cast<long long>(report.float_nodes), report.policy.c_str(), report.PercentConverted(),
-              static_cast<long long>(report.casts_inserted), static_cast<long long>(report.casts_retargeted));
+              static_cast<long long>(report.casts_inserted), static_cast<long long>(report.casts_retargeted),
+              opset.empty() ? "" : "; ", opset.c_str());
   for (const ClampedTensor& tensor : report.clamped) {
     std::printf("  clamped '%s': %lld values beyond +-65504 (worst %g), %lld flushed to zero\n", tensor.name.c_str(),
                 static_cast<long long>(tensor.clamped), tensor.worst, static_cast<long long>(tensor.flushed_to_zero));
@@ -82,7 +86,7 @@ void AddConvertCommand(CLI::App& app, CommandRunner& runner) {
   command->add_option("-o,--output", flags->output, "where to write the converted model")->required();
   AddPolicyFlags(*command, flags->policy);
   command->add_option("--report", flags->report, "write the JSON conversion report here");
-  command->add_option("--opset", flags->opset, "default-domain opset of the output model");
+  AddOpsetFlags(*command, flags->opset);
   command->add_flag("--no-sync", flags->no_sync,
                     "skip fsync of the output (still replaced atomically, but a power loss may lose it)");
   auto auto_flags = AddAutoConvertFlags(*command);

@@ -1,8 +1,8 @@
 // `onnx-amp inspect MODEL [--json] [policy flags]`: opsets, IR version, producer, inputs
 // and outputs, node counts, parameters, and subgraphs of a model. With any policy flag
-// (policy_flags.h) it also shows what a conversion would do, without writing anything:
-// each node's dtype and reason, Casts, clamped initializers, unknown ops, and the
-// Tensor Core misses (precision_summary.h).
+// (policy_flags.h, opset_flags.h) it also shows what a conversion would do, without
+// writing anything: the output opset and why, each node's dtype and reason, Casts,
+// clamped initializers, unknown ops, and the Tensor Core misses (precision_summary.h).
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -13,6 +13,7 @@
 #include "runtime/onnx/model_io.h"
 #include "tools/onnx-amp/command.h"
 #include "tools/onnx-amp/model_summary.h"
+#include "tools/onnx-amp/opset_flags.h"
 #include "tools/onnx-amp/policy_flags.h"
 #include "tools/onnx-amp/precision_summary.h"
 #include "tools/onnx-amp/summary_format.h"
@@ -24,13 +25,15 @@ struct InspectOptions {
   std::string model;
   bool json = false;
   PolicyFlags policy;
+  OpsetFlags opset;
 };
 
 Status RunInspect(const InspectOptions& options) {
-  const bool with_precision = options.policy.AnyGiven();
+  const bool with_precision = options.policy.AnyGiven() || options.opset.AnyGiven();
   std::optional<ConvertOptions> convert_options;
   if (with_precision) {
     ONNX_AMP_ASSIGN_OR_RETURN(convert_options, BuildPolicyOptions(options.policy));
+    ONNX_AMP_RETURN_IF_ERROR(ApplyOpsetFlags(options.opset, *convert_options));
   }
   LoadOptions load_options;
   // Inspect alone reads only dims and types: external data is validated but not read,
@@ -75,6 +78,7 @@ void AddInspectCommand(CLI::App& app, CommandRunner& runner) {
   command->add_option("MODEL", options->model, "ONNX model file")->required();
   command->add_flag("--json", options->json, "Print the summary as JSON");
   AddPolicyFlags(*command, options->policy);
+  AddOpsetFlags(*command, options->opset);
   runner.Bind(*command, [options] { return RunInspect(*options); });
 }
 

@@ -20,6 +20,7 @@
 #include "runtime/io/tensor_proto.h"
 #include "runtime/onnx/model_io.h"
 #include "tools/onnx-amp/command.h"
+#include "tools/onnx-amp/memory_flag.h"
 
 namespace onnx_amp {
 namespace {
@@ -37,6 +38,7 @@ struct RunOptions {
   bool stats = false;
   int threads = 0;
   bool no_fuse = false;
+  std::string max_memory;
 };
 
 // Splits "NAME=VALUE" for the flag `flag`.
@@ -182,8 +184,9 @@ Status WriteText(const std::string& text) {
 }
 
 Status RunModel(const RunOptions& options) {
-  ONNX_AMP_ASSIGN_OR_RETURN(const onnx::ModelProto model, LoadModel(options.model));
   ExecutorOptions executor_options;
+  ONNX_AMP_ASSIGN_OR_RETURN(executor_options.max_memory_bytes, ParseMaxMemoryFlag(options.max_memory));
+  ONNX_AMP_ASSIGN_OR_RETURN(const onnx::ModelProto model, LoadModel(options.model));
   executor_options.num_threads = options.threads;
   executor_options.fuse_activations = !options.no_fuse;
   Expected<std::unique_ptr<Executor>> executor = Executor::Create(model, executor_options);
@@ -231,6 +234,7 @@ void AddRunCommand(CLI::App& app, CommandRunner& runner) {
   command->add_option("--threads", options->threads, "Worker threads (0: one per core)")->check(CLI::NonNegativeNumber);
   command->add_flag("--no-fuse", options->no_fuse,
                     "Run each node as its own step (no Conv/Gemm/MatMul + activation fusion)");
+  AddMaxMemoryFlag(*command, options->max_memory);
   runner.Bind(*command, [options] { return RunModel(*options); });
 }
 

@@ -4,6 +4,8 @@
 
 #include <cctype>
 
+#include "runtime/core/onnx_domain.h"
+
 namespace onnx_amp {
 namespace {
 
@@ -93,7 +95,7 @@ Expected<ModelSummary> SummarizeModel(const ModelView& view) {
   }
 
   for (const onnx::NodeProto& node : main.graph().node()) {
-    const bool default_domain = node.domain().empty() || node.domain() == "ai.onnx";
+    const bool default_domain = IsOnnxDomain(node.domain());
     ++summary.node_counts[default_domain ? node.op_type() : node.domain() + ":" + node.op_type()];
   }
   summary.num_nodes = main.num_nodes();

@@ -1,8 +1,10 @@
 #include "tools/onnx-amp/precision_summary.h"
 
+#include <string_view>
 #include <utility>
 
 #include "runtime/core/dtype.h"
+#include "runtime/core/onnx_domain.h"
 
 namespace onnx_amp {
 namespace {
@@ -67,6 +69,16 @@ std::vector<CheckedDim> ConvDims(const GraphView& graph, const onnx::NodeProto& 
   return {{"C_in/group", c_in}, {"C_out/group", c_out}};
 }
 
+bool IsTensorCoreOp(std::string_view op) { return op == "MatMul" || op == "Gemm" || op == "Conv"; }
+
+// The op of a report entry ("MatMul", "ai.onnx:MatMul", "com.microsoft:FusedMatMul")
+// when it is in the default domain; "" otherwise.
+std::string_view DefaultDomainOp(std::string_view op) {
+  const size_t colon = op.find(':');
+  if (colon == std::string_view::npos) return op;
+  return IsOnnxDomain(op.substr(0, colon)) ? op.substr(colon + 1) : std::string_view();
+}
+
 }  // namespace
 
 Expected<PrecisionSummary> SummarizePrecision(const onnx::ModelProto& model, const ModelView& view,
@@ -75,24 +87,30 @@ Expected<PrecisionSummary> SummarizePrecision(const onnx::ModelProto& model, con
   PrecisionSummary summary;
   summary.report = std::move(result.report);
 
-  // The report lists the main graph's nodes first, in file order (converter/plan.h).
+  // The report lists the main graph's nodes first, in file order (converter/plan.h). An
+  // opset change (converter/opset_upgrade.h) can insert nodes, an adapter's Constant, but
+  // keeps every MatMul, Gemm and Conv in order: the k-th of them in `view` is the k-th
+  // in the report.
+  std::vector<const NodeReport*> entries;
+  for (const NodeReport& entry : summary.report.nodes) {
+    if (entry.graph == "main" && IsTensorCoreOp(DefaultDomainOp(entry.op))) entries.push_back(&entry);
+  }
   const GraphView& graph = view.main_graph();
-  ONNX_AMP_ASSERT(static_cast<int>(summary.report.nodes.size()) >= graph.num_nodes(),
-                  "the conversion report lacks main-graph nodes");
+  size_t next = 0;
   for (int index = 0; index < graph.num_nodes(); ++index) {
     const onnx::NodeProto& node = graph.node(index);
-    const NodeReport& entry = summary.report.nodes[index];
-    if (!node.domain().empty() && node.domain() != "ai.onnx") continue;
+    if (!IsOnnxDomain(node.domain()) || !IsTensorCoreOp(node.op_type())) continue;
+    ONNX_AMP_ASSERT(next < entries.size() && entries[next]->name == node.name(),
+                    "the conversion report lacks a main-graph MatMul, Gemm or Conv");
+    const NodeReport& entry = *entries[next++];
     if (entry.dtype != DTypeName(DType::kFloat16) && entry.dtype != DTypeName(DType::kBFloat16)) continue;
     std::vector<CheckedDim> dims;
     if (node.op_type() == "MatMul") {
       dims = MatMulDims(graph, node);
     } else if (node.op_type() == "Gemm") {
       dims = GemmDims(graph, node);
-    } else if (node.op_type() == "Conv") {
-      dims = ConvDims(graph, node);
     } else {
-      continue;
+      dims = ConvDims(graph, node);
     }
     bool misses = false;
     for (const CheckedDim& dim : dims) misses = misses || dim.Misses();

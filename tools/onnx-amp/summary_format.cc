@@ -4,6 +4,9 @@
 #include <iomanip>
 #include <sstream>
 
+#include "converter/opset_upgrade.h"
+#include "runtime/core/onnx_domain.h"
+
 namespace onnx_amp {
 namespace {
 
@@ -81,7 +84,7 @@ std::string SummaryText(const std::string& model_path, const ModelSummary& summa
   out << "  Opsets:";
   const char* separator = " ";
   for (const auto& [domain, version] : summary.opsets) {
-    out << separator << (domain.empty() ? "ai.onnx" : domain) << " " << version;
+    out << separator << DisplayDomain(domain) << " " << version;
     separator = ", ";
   }
   out << "\n";
@@ -159,6 +162,8 @@ std::string PrecisionText(const PrecisionSummary& summary) {
       << "; nothing written):\n";
   out << "  Converted: " << report.converted_nodes << " of " << report.float_nodes << " float nodes ("
       << std::fixed << std::setprecision(1) << report.PercentConverted() << "%)\n";
+  const std::string opset = DescribeOpsetDecision(report.opset_decision);
+  out << "  Opset: " << (opset.empty() ? std::to_string(report.opset) + " (no op needs a newer one)" : opset) << "\n";
   out << "  Casts inserted: " << report.casts_inserted << "\n";
   out << "  Casts retargeted: " << report.casts_retargeted << "\n";
   size_t name_width = 0;
@@ -204,6 +209,8 @@ nlohmann::ordered_json PrecisionJson(const PrecisionSummary& summary) {
   json["policy"] = report.policy;
   json["target"] = report.target;
   json["hardware"] = report.hardware;
+  json["opset"] = report.opset;
+  json["opset_change"] = nlohmann::ordered_json(OpsetDecisionToJson(report.opset_decision));
   json["casts_inserted"] = report.casts_inserted;
   json["casts_retargeted"] = report.casts_retargeted;
   json["float_nodes"] = report.float_nodes;

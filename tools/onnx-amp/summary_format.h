@@ -3,7 +3,7 @@
 // node_counts, parameters, parameter_bytes, num_nodes, num_initializers, subgraphs),
 // plus producer and control_flow. With --policy, a PrecisionSummary renders as text, or as
 // a JSON object (the "precision" key of the summary) with the keys: policy, target,
-// casts_inserted, casts_retargeted, float_nodes, converted_nodes, percent_converted,
+// hardware, opset, opset_change (as in the conversion report), casts_inserted, casts_retargeted, float_nodes, converted_nodes, percent_converted,
 // clamped, unknown_ops, nodes (graph, name, op, dtype, class, reason) and tensor_core
 // (node, op, dtype, dims: name, value or null when not static, multiple_of_8).
 #pragma once

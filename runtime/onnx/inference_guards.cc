@@ -1,0 +1,105 @@
+#include "runtime/onnx/inference_guards.h"
+
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <onnx/defs/schema.h>
+#include <onnx/defs/shape_inference.h>
+
+namespace onnx_amp {
+namespace {
+
+bool IsLabel(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+
+size_t CountLabels(const std::string& term) {
+  size_t labels = 0;
+  for (char c : term) labels += IsLabel(c);
+  return labels;
+}
+
+// What ONNX 1.18's einsumShapeInference assumes before it reads dims by label position.
+void CheckEinsumOperands(onnx::InferenceContext& ctx) {
+  const onnx::AttributeProto* attr = ctx.getAttribute("equation");
+  if (attr == nullptr) return;
+  std::string equation;
+  for (char c : attr->s()) {
+    if (c != ' ') equation += c;
+  }
+  const size_t arrow = equation.find("->");
+  const std::string left = equation.substr(0, arrow);
+  std::optional<size_t> ellipsis_dims;
+  size_t operand = 0;
+  size_t start = 0;
+  while (start <= left.size() && operand < ctx.getNumInputs()) {
+    const size_t comma = left.find(',', start);
+    const std::string term = left.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    start = comma == std::string::npos ? left.size() + 1 : comma + 1;
+    const onnx::TypeProto* type = ctx.getInputType(operand);
+    if (type != nullptr && type->has_tensor_type() && type->tensor_type().has_shape()) {
+      const size_t rank = static_cast<size_t>(type->tensor_type().shape().dim_size());
+      const size_t labels = CountLabels(term);
+      const bool has_ellipsis = term.find("...") != std::string::npos;
+      if (has_ellipsis ? rank < labels : rank != labels) {
+        fail_shape_inference("Einsum input ", operand, " has rank ", rank, " but its term '", term, "' has ", labels,
+                             " labels");
+      }
+      if (has_ellipsis) {
+        if (ellipsis_dims && *ellipsis_dims != rank - labels) {
+          fail_shape_inference("Einsum ellipses stand for different numbers of dimensions");
+        }
+        ellipsis_dims = rank - labels;
+      }
+    }
+    ++operand;
+  }
+  if (arrow == std::string::npos) return;
+  for (char c : equation.substr(arrow + 2)) {
+    if (IsLabel(c) && left.find(c) == std::string::npos) {
+      fail_shape_inference("Einsum output label '", std::string(1, c), "' is in no input");
+    }
+  }
+}
+
+// What ONNX 1.18's ConvTranspose inference assumes: a weight of rank >= 2 whose spatial
+// dims (the kernel, unless kernel_shape gives it) match the input's.
+void CheckConvTransposeOperands(onnx::InferenceContext& ctx) {
+  if (!onnx::hasNInputShapes(ctx, 2)) return;
+  const int input_rank = ctx.getInputType(0)->tensor_type().shape().dim_size();
+  const int weight_rank = ctx.getInputType(1)->tensor_type().shape().dim_size();
+  if (input_rank < 2) return;  // ONNX gives up on these itself
+  if (weight_rank < 2) fail_shape_inference("ConvTranspose weight has rank ", weight_rank, "; it needs at least 2");
+  if (ctx.getAttribute("kernel_shape") == nullptr && weight_rank != input_rank) {
+    fail_shape_inference("ConvTranspose weight has rank ", weight_rank, " but the input has rank ", input_rank);
+  }
+}
+
+// Runs `check` before the op's own inference function, in every opset version of the op.
+void Guard(const char* op_type, void (*check)(onnx::InferenceContext&)) {
+  const auto& versions = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
+  const int newest = versions.at(onnx::ONNX_DOMAIN).second;
+  const onnx::OpSchema* previous = nullptr;
+  for (int opset = 1; opset <= newest; ++opset) {
+    // The registry owns its schemas as mutable objects; Schema() only hands out const views.
+    auto* schema = const_cast<onnx::OpSchema*>(onnx::OpSchemaRegistry::Schema(op_type, opset, ""));
+    if (schema == nullptr || schema == previous || !schema->has_type_and_shape_inference_function()) continue;
+    previous = schema;
+    onnx::InferenceFunction original = schema->GetTypeAndShapeInferenceFunction();
+    schema->TypeAndShapeInferenceFunction([check, original](onnx::InferenceContext& ctx) {
+      check(ctx);
+      original(ctx);
+    });
+  }
+}
+
+}  // namespace
+
+void GuardShapeInference() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Guard("Einsum", CheckEinsumOperands);
+    Guard("ConvTranspose", CheckConvTransposeOperands);
+  });
+}
+
+}  // namespace onnx_amp

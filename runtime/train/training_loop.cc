@@ -1,0 +1,224 @@
+#include "runtime/train/training_loop.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "runtime/train/checkpoint.h"
+
+namespace onnx_amp {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class MetricsFile {
+ public:
+  Status Open(const std::filesystem::path& path, bool append) {
+    if (path.empty()) return Status::Ok();
+    file_.open(path, append ? std::ios::app : std::ios::trunc);
+    if (!file_) return IoError(path.string() + ": cannot open for writing");
+    return Status::Ok();
+  }
+  void Write(const nlohmann::json& line) {
+    if (file_.is_open()) file_ << line.dump() << '\n' << std::flush;
+  }
+
+ private:
+  std::ofstream file_;
+};
+
+// What a batch needs from the model: its input shape without the batch axis, and the
+// class count of its output [N, classes].
+struct BatchLayout {
+  Shape sample;
+  int64_t classes = 0;
+};
+
+Expected<BatchLayout> ReadBatchLayout(const TrainingGraph& graph) {
+  BatchLayout layout;
+  for (const onnx::ValueInfoProto& input : graph.eval_model.graph().input()) {
+    if (input.name() != graph.data_input) continue;
+    const auto& dims = input.type().tensor_type().shape().dim();
+    for (int d = 1; d < dims.size(); ++d) {
+      if (dims[d].dim_value() <= 0) return InvalidArgument("input '" + input.name() + "' needs fixed non-batch dims");
+      layout.sample.push_back(dims[d].dim_value());
+    }
+  }
+  for (const onnx::ValueInfoProto& output : graph.eval_model.graph().output()) {
+    if (output.name() != graph.prediction_output) continue;
+    const auto& dims = output.type().tensor_type().shape().dim();
+    if (dims.size() == 2) layout.classes = dims[1].dim_value();
+  }
+  if (layout.classes <= 0) {
+    return InvalidArgument("output '" + graph.prediction_output + "' needs a fixed shape [N, classes]");
+  }
+  return layout;
+}
+
+Expected<EvalResult> EvaluateSet(Trainer& trainer, const Dataset& data, const BatchLayout& layout, int64_t batch_size) {
+  EvalResult result;
+  std::vector<int64_t> indices;
+  for (int64_t start = 0; start < data.size(); start += batch_size) {
+    indices.clear();
+    for (int64_t i = start; i < std::min(start + batch_size, data.size()); ++i) indices.push_back(i);
+    ONNX_AMP_ASSIGN_OR_RETURN(Batch batch,
+                              MakeBatch(data, indices, layout.sample, trainer.graph().loss, layout.classes));
+    ONNX_AMP_RETURN_IF_ERROR(trainer.Evaluate(batch, result));
+  }
+  return result;
+}
+
+// The loop's state between steps: where the data stream stands and the epoch's tallies.
+class TrainingRun {
+ public:
+  TrainingRun(Trainer& trainer, const TrainingData& data, const TrainingRunOptions& options,
+              const TrainingCallbacks& callbacks, StepPlan plan, BatchLayout layout)
+      : trainer_(trainer),
+        data_(data),
+        options_(options),
+        callbacks_(callbacks),
+        plan_(plan),
+        layout_(std::move(layout)) {}
+
+  Status Run() {
+    ONNX_AMP_RETURN_IF_ERROR(Start());
+    while (position_.global_step < plan_.total_steps) {
+      ONNX_AMP_ASSIGN_OR_RETURN(std::vector<Batch> micro_batches, NextMicroBatches());
+      const auto start = Clock::now();
+      ONNX_AMP_ASSIGN_OR_RETURN(StepResult step, trainer_.Step(micro_batches));
+      const double step_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+      ++position_.batch;
+      ++position_.global_step;
+      if (!step.skipped) epoch_loss_ += step.loss;
+      epoch_steps_ += !step.skipped;
+      epoch_skipped_ += step.skipped;
+      metrics_.Write({{"step", position_.global_step}, {"loss", step.loss}, {"scale", step.scale},
+                      {"skipped", step.skipped}, {"step_ms", step_ms}});
+      if (callbacks_.step_done) {
+        callbacks_.step_done(StepProgress{position_.epoch + 1, position_.batch, plan_.steps_per_epoch,
+                                          position_.global_step, std::move(step), step_ms});
+      }
+      const bool epoch_done = position_.batch == plan_.steps_per_epoch;
+      if (epoch_done || position_.global_step == plan_.total_steps) ONNX_AMP_RETURN_IF_ERROR(FinishEpoch());
+      if (epoch_done) {
+        ++position_.epoch;
+        position_.batch = 0;
+        order_ = EpochOrder(data_.train.size(), position_.seed, position_.epoch);
+      }
+      const bool save = !checkpoint_.empty() &&
+                        (position_.global_step == plan_.total_steps ||
+                         (options_.checkpoint_every > 0 && position_.global_step % options_.checkpoint_every == 0));
+      if (save) ONNX_AMP_RETURN_IF_ERROR(SaveCheckpoint(checkpoint_, trainer_, position_));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  // Resumes from the checkpoint when asked and there is one, and opens the metrics file
+  // (appending when resumed).
+  Status Start() {
+    position_.seed = options_.seed;
+    if (!options_.checkpoint_dir.empty()) {
+      checkpoint_ = options_.checkpoint_dir / "checkpoint.npz";
+      std::error_code error;
+      std::filesystem::create_directories(options_.checkpoint_dir, error);
+      if (error) return IoError(options_.checkpoint_dir.string() + ": cannot create the folder: " + error.message());
+    }
+    const bool resumed = options_.resume && std::filesystem::exists(checkpoint_);
+    if (resumed) {
+      ONNX_AMP_RETURN_IF_ERROR(LoadCheckpoint(checkpoint_, trainer_, position_));
+      if (callbacks_.resumed) callbacks_.resumed(checkpoint_, position_.global_step);
+    }
+    ONNX_AMP_RETURN_IF_ERROR(metrics_.Open(options_.metrics, resumed));
+    order_ = EpochOrder(data_.train.size(), position_.seed, position_.epoch);
+    epoch_start_ = Clock::now();
+    return Status::Ok();
+  }
+
+  Expected<std::vector<Batch>> NextMicroBatches() const {
+    std::vector<Batch> micro_batches;
+    for (int64_t k = 0; k < options_.accumulation_steps; ++k) {
+      const int64_t start = (position_.batch * options_.accumulation_steps + k) * options_.batch_size;
+      std::span<const int64_t> indices(order_.data() + start, static_cast<size_t>(options_.batch_size));
+      ONNX_AMP_ASSIGN_OR_RETURN(Batch batch, MakeBatch(data_.train, indices, layout_.sample, trainer_.graph().loss,
+                                                       layout_.classes));
+      micro_batches.push_back(std::move(batch));
+    }
+    return micro_batches;
+  }
+
+  // The summary of the epoch so far (with evaluation), to the callback and the metrics.
+  Status FinishEpoch() {
+    EpochSummary summary;
+    summary.epoch = position_.epoch + 1;
+    summary.train_loss = epoch_steps_ > 0 ? epoch_loss_ / static_cast<double>(epoch_steps_) : NAN;
+    summary.loss_scale = trainer_.scaler().scale();
+    summary.skipped_steps = epoch_skipped_;
+    summary.seconds = std::chrono::duration<double>(Clock::now() - epoch_start_).count();
+    nlohmann::json line = {{"epoch", summary.epoch},
+                           {"train_loss", summary.train_loss},
+                           {"loss_scale", summary.loss_scale},
+                           {"skipped_steps", summary.skipped_steps},
+                           {"seconds", summary.seconds}};
+    if (data_.eval && data_.eval->size() > 0) {
+      ONNX_AMP_ASSIGN_OR_RETURN(EvalResult eval, EvaluateSet(trainer_, *data_.eval, layout_, options_.batch_size * 8));
+      summary.eval_loss = eval.loss_sum / static_cast<double>(eval.count);
+      summary.eval_accuracy = static_cast<double>(eval.correct) / static_cast<double>(eval.count);
+      line["eval_loss"] = *summary.eval_loss;
+      line["eval_accuracy"] = *summary.eval_accuracy;
+    }
+    if (callbacks_.epoch_done) callbacks_.epoch_done(summary);
+    metrics_.Write(line);
+    epoch_loss_ = 0.0;
+    epoch_steps_ = 0;
+    epoch_skipped_ = 0;
+    epoch_start_ = Clock::now();
+    return Status::Ok();
+  }
+
+  Trainer& trainer_;
+  const TrainingData& data_;
+  const TrainingRunOptions& options_;
+  const TrainingCallbacks& callbacks_;
+  const StepPlan plan_;
+  const BatchLayout layout_;
+  std::filesystem::path checkpoint_;
+  MetricsFile metrics_;
+  DataPosition position_;
+  std::vector<int64_t> order_;  // this epoch's shuffle
+  Clock::time_point epoch_start_;
+  double epoch_loss_ = 0.0;
+  int64_t epoch_steps_ = 0;
+  int64_t epoch_skipped_ = 0;
+};
+
+}  // namespace
+
+Expected<StepPlan> PlanSteps(const TrainingRunOptions& options, int64_t train_samples) {
+  if (options.batch_size <= 0) return InvalidArgument("--batch-size must be positive");
+  if (options.accumulation_steps <= 0) return InvalidArgument("--accumulation-steps must be positive");
+  if ((options.checkpoint_every > 0 || options.resume) && options.checkpoint_dir.empty()) {
+    return InvalidArgument("--checkpoint-every and --resume need --checkpoint-dir");
+  }
+  StepPlan plan;
+  plan.steps_per_epoch = train_samples / (options.batch_size * options.accumulation_steps);
+  if (plan.steps_per_epoch == 0) return InvalidArgument("the training set is smaller than one step's batch");
+  plan.total_steps = options.max_steps > 0 ? options.max_steps : options.epochs * plan.steps_per_epoch;
+  return plan;
+}
+
+Status RunTraining(Trainer& trainer, const TrainingData& data, const TrainingRunOptions& options,
+                   const TrainingCallbacks& callbacks) {
+  ONNX_AMP_ASSIGN_OR_RETURN(const StepPlan plan, PlanSteps(options, data.train.size()));
+  ONNX_AMP_ASSIGN_OR_RETURN(BatchLayout layout, ReadBatchLayout(trainer.graph()));
+  TrainingRun run(trainer, data, options, callbacks, plan, std::move(layout));
+  return run.Run();
+}
+
+}  // namespace onnx_amp
