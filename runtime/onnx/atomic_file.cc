@@ -1,6 +1,7 @@
 #include "runtime/onnx/atomic_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -28,11 +29,38 @@ Status SyncFolder(const std::filesystem::path& folder) {
   return Status::Ok();
 }
 
+// The process id in a temporary name ".<target>.tmp-<pid>-<counter>"; 0 when it has none.
+pid_t WriterOf(const std::string& name, const std::string& prefix) {
+  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return 0;
+  pid_t pid = 0;
+  for (size_t i = prefix.size(); i < name.size() && name[i] != '-'; ++i) {
+    if (name[i] < '0' || name[i] > '9' || pid > 1000000000) return 0;
+    pid = pid * 10 + (name[i] - '0');
+  }
+  return pid;
+}
+
+// A writer killed before Commit() leaves its temporary file behind. The next writer of the
+// same target removes those whose process is gone; a live writer's file is never touched.
+void RemoveStaleTemporaries(const std::filesystem::path& path) {
+  const std::string prefix = "." + path.filename().string() + ".tmp-";
+  std::error_code error;
+  std::filesystem::directory_iterator entry(FolderOf(path), error);
+  for (; !error && entry != std::filesystem::directory_iterator(); entry.increment(error)) {
+    const pid_t pid = WriterOf(entry->path().filename().string(), prefix);
+    if (pid <= 0 || pid == ::getpid()) continue;
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;
+    std::error_code ignored;  // another writer may have removed it first
+    std::filesystem::remove(entry->path(), ignored);
+  }
+}
+
 }  // namespace
 
 Expected<AtomicFileWriter> AtomicFileWriter::Create(const std::filesystem::path& path, bool durable) {
   if (path.filename().empty()) return IoError("cannot write '" + path.string() + "': not a file name");
   static std::atomic<unsigned> counter{0};
+  RemoveStaleTemporaries(path);
   // O_EXCL makes the name ours; a clash with a leftover file just tries the next name.
   for (int attempt = 0; attempt < 100; ++attempt) {
     std::string temp_name = ".";

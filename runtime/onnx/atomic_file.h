@@ -1,6 +1,7 @@
 // Writes a file so that readers see either the old file or the complete new one:
 // the bytes go to a temporary file in the same folder, which is fsync'ed and then
-// renamed over the target. A writer dropped before Commit() removes its temporary file.
+// renamed over the target. A writer dropped before Commit() removes its temporary file;
+// the temporary file of a killed writer is removed by the next writer of the same target.
 // Without `durable` the fsyncs are skipped: the rename is still atomic, but a power loss
 // may lose the new file (fine for scratch outputs, and much faster for many small files).
 #pragma once

@@ -4,10 +4,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 #include <onnx/onnx_pb.h>
 
 #include "runtime/train/checkpoint.h"
+#include "runtime/train/trainable_model.h"
 #include "runtime/train/trainer.h"
 #include "runtime/train/training_graph.h"
 #include "tests/fuzz/scratch_folder.h"
@@ -58,7 +60,10 @@ onnx::ModelProto SmallClassifier() {
 
 onnx_amp::Trainer& SharedTrainer() {
   static onnx_amp::Trainer* trainer = [] {
-    onnx_amp::Expected<onnx_amp::TrainingGraph> graph = onnx_amp::BuildTrainingGraph(SmallClassifier(), {});
+    const onnx_amp::LossKind loss = onnx_amp::LossKind::kCrossEntropy;
+    onnx_amp::Expected<onnx_amp::TrainableModel> trainable = onnx_amp::PrepareTrainableModel(SmallClassifier(), loss);
+    if (!trainable.ok()) __builtin_trap();
+    onnx_amp::Expected<onnx_amp::TrainingGraph> graph = onnx_amp::BuildTrainingGraph(std::move(*trainable), loss);
     if (!graph.ok()) __builtin_trap();
     onnx_amp::TrainerConfig config;
     config.optimizer.kind = onnx_amp::OptimizerKind::kAdam;

@@ -94,7 +94,7 @@ def sigkill_trials(runner, tmp, trials, seed):
     rng = random.Random(seed)
     outcomes = {"before the first checkpoint": 0, "between checkpoints": 0, "during a checkpoint write": 0,
                 "after the run ended": 0}
-    unreadable = resume_failed = differed = 0
+    unreadable = resume_failed = differed = leftover = 0
     for trial in range(trials):
         ck = os.path.join(tmp, f"ck{trial}")
         proc = subprocess.Popen(runner.command("--checkpoint-dir", ck, "--checkpoint-every", "1"),
@@ -125,12 +125,16 @@ def sigkill_trials(runner, tmp, trials, seed):
         elif not same_weights(weights(resumed), expected):
             differed += 1
             print(f"trial {trial}: resumed weights differ from the uninterrupted run")
+        if glob.glob(os.path.join(ck, ".checkpoint.npz.tmp-*")):
+            leftover += 1
+            print(f"trial {trial}: the killed writer's temporary file survived the resumed run")
         shutil.rmtree(ck)
     rows = [(f"SIGKILL, {name}", count, "0" if count else "-") for name, count in outcomes.items()]
     rows.append(("checkpoint unreadable after a kill", unreadable, ""))
     rows.append(("--resume failed / not bit-identical", f"{resume_failed} / {differed}", ""))
+    rows.append(("temporary file left after the resumed run", leftover, ""))
     print(f"SIGKILL: {trials} trials over a {duration:.2f} s run")
-    return rows, unreadable + resume_failed + differed
+    return rows, unreadable + resume_failed + differed + leftover
 
 
 def mount_tmpfs(folder, size):
