@@ -12,36 +12,17 @@
 #include <onnx/onnx_pb.h>
 
 #include "converter/paint_seeds.h"
-#include "converter/schema_types.h"
+#include "runtime/onnx/schema_types.h"
 #include "ops/op_def.h"
 #include "runtime/core/onnx_domain.h"
 #include "runtime/onnx/onnx_checks.h"
+#include "runtime/onnx/type_inference.h"
 
 namespace onnx_amp {
 namespace {
 
 std::string NodeLabel(const onnx::NodeProto& node) {
   return node.name().empty() ? node.op_type() + "(" + (node.output_size() ? node.output(0) : "") + ")" : node.name();
-}
-
-void CollectTypes(const onnx::GraphProto& graph, ValueTypeMap& types) {
-  auto add_value_info = [&](const onnx::ValueInfoProto& info) {
-    if (!info.type().has_tensor_type()) return;
-    auto dtype = DTypeFromOnnx(info.type().tensor_type().elem_type());
-    if (dtype && *dtype != DType::kUndefined) types[info.name()] = *dtype;
-  };
-  for (const auto& info : graph.input()) add_value_info(info);
-  for (const auto& info : graph.output()) add_value_info(info);
-  for (const auto& info : graph.value_info()) add_value_info(info);
-  for (const auto& init : graph.initializer()) {
-    if (auto dtype = DTypeFromOnnx(init.data_type())) types[init.name()] = *dtype;
-  }
-  for (const auto& node : graph.node()) {
-    for (const auto& attr : node.attribute()) {
-      if (attr.has_g()) CollectTypes(attr.g(), types);
-      for (const auto& sub : attr.graphs()) CollectTypes(sub, types);
-    }
-  }
 }
 
 // `graph` and every subgraph in it, at any depth.
@@ -1172,16 +1153,17 @@ Status InspectInferred(onnx::ModelProto& model, bool strict,
   return inferred;
 }
 
-Expected<ValueTypeMap> InferValueTypes(onnx::ModelProto& model) {
-  ValueTypeMap types;
-  ONNX_AMP_RETURN_IF_ERROR(
-      InspectInferred(model, /*strict=*/false, [&](const onnx::ModelProto& inferred) { CollectTypes(inferred.graph(), types); }));
-  return types;
-}
-
 Expected<ValueTypeMap> InferValueTypes(const onnx::ModelProto& model) {
-  onnx::ModelProto copy = model;
-  return InferValueTypes(copy);
+  const ModelTypes inferred = InferModelTypes(model);
+  if (!inferred.rejection.empty()) return InvalidModel("type inference: " + inferred.rejection);
+  ValueTypeMap types;
+  for (const GraphTypes& graph : inferred.graphs) {
+    for (const auto& [name, type] : graph.values) {
+      const DType dtype = type.TensorDType();
+      if (dtype != DType::kUndefined) types[std::string(name)] = dtype;
+    }
+  }
+  return types;
 }
 
 Expected<ConversionPlan> Paint(onnx::ModelProto& model, ValueTypeMap types, const PrecisionPolicy& policy,

@@ -50,10 +50,8 @@ using ValueTypeMap = std::unordered_map<std::string, DType>;
 Status InspectInferred(onnx::ModelProto& model, bool strict,
                        const std::function<void(const onnx::ModelProto&)>& inspect);
 
-// Collects every element type that ONNX type inference knows in `model`, which is left
-// as it was. Fails (kInvalidModel) when inference rejects the model.
-Expected<ValueTypeMap> InferValueTypes(onnx::ModelProto& model);
-// The same on a copy of `model`.
+// The element type of every tensor value of `model` (runtime/onnx/type_inference.h).
+// Fails (kInvalidModel) when a node's types break its schema's type constraints.
 Expected<ValueTypeMap> InferValueTypes(const onnx::ModelProto& model);
 
 // Paints `model`, whose value types are `types` (they become the plan's original_types).

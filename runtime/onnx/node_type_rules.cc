@@ -168,9 +168,10 @@ NodeTypes InferNodeTypes(const onnx::NodeProto& node, const onnx::OpSchema* sche
   result.outputs.resize(node.output_size());
   if (schema == nullptr) return result;
   const SchemaSignature& signature = SignatureOf(*schema);
-  auto untyped = [&](std::string problem) {
+  auto untyped = [&](std::string problem, bool constraint_broken = true) {
     result.outputs.assign(node.output_size(), ValueType{});
     result.problem = std::move(problem);
+    result.constraint_broken = constraint_broken;
     return std::move(result);
   };
   bool inputs_known = true;
@@ -192,7 +193,7 @@ NodeTypes InferNodeTypes(const onnx::NodeProto& node, const onnx::OpSchema* sche
     if (!attribute_type) {
       result.outputs.assign(node.output_size(), ValueType{});
       std::string problem = RunInferenceFunction(node, *schema, inputs, result.outputs);
-      if (!problem.empty()) return untyped(problem);
+      if (!problem.empty()) return untyped(problem, /*constraint_broken=*/false);
     }
   }
   // The constraints must hold and fill what is left, as ONNX's CheckInputOutputType does.

@@ -17,6 +17,8 @@ namespace onnx_amp {
 struct NodeTypes {
   std::vector<ValueType> outputs;  // one per node output; kUnknown where no rule types it
   std::string problem;             // why the node typed nothing ("" when it did)
+  bool constraint_broken = false;  // the problem is a broken type constraint, which ONNX's
+                                   // inference rejects the model for (not just the node)
 };
 
 // `schema` is the op's schema at the model's opset (nullptr when it has none: then

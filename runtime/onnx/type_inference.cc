@@ -109,7 +109,12 @@ class TypeWalker {
       schema = SchemaFor(node);
       if (schema != nullptr) {
         NodeTypes typed = InferNodeTypes(node, schema, inputs);
-        if (check_ && !typed.problem.empty() && Selected(node, inputs, typed.outputs)) return Fail(g, &node, typed.problem);
+        if (check_ && !typed.problem.empty() && Selected(node, inputs, typed.outputs)) {
+          return Fail(g, &node, typed.problem);
+        }
+        if (typed.constraint_broken && types_.rejection.empty()) {
+          types_.rejection = Fail(g, &node, typed.problem).message();
+        }
         outputs = std::move(typed.outputs);
       } else if (const onnx::FunctionProto* function = FindModelFunction(model_, node)) {
         outputs = FunctionCallTypes(model_, *function, node, inputs);

@@ -15,8 +15,10 @@
 //   - ops with an ONNX inference function and an output no rule above types (EyeLike,
 //     Random*, Sequence*, Optional*, ...) -> that function, run on the input types alone;
 //   - ops of a model-local function -> its body, typed the same way.
-// A node whose input types break its schema's constraints (a variable bound to two
-// types, a type the variable does not admit) types none of its outputs, as ONNX's
+// A node whose types break its schema's constraints (a variable bound to two types, a
+// type the variable does not admit) types none of its outputs, and ModelTypes::rejection
+// names the first such node: ONNX's inference rejects the whole model for it. A node
+// whose ONNX inference function fails types none of its outputs either, as ONNX's
 // inference skips it. Unknown ops, without a schema or a function, type nothing.
 //
 // Check mode (CheckModelTypes) turns what inference tolerates into errors naming the
@@ -53,6 +55,9 @@ struct ModelTypes {
   // The main graph first, then each body after the graph holding its node, in the order
   // of the nodes and their attributes.
   std::vector<GraphTypes> graphs;
+  // The first node whose types break its schema's constraints, with the graph, node and
+  // value; "" when none does.
+  std::string rejection;
 
   // The entry of `graph`; nullptr for a graph of another model.
   const GraphTypes* Of(const onnx::GraphProto& graph) const;

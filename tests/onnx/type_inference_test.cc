@@ -235,8 +235,12 @@ TEST(TypeInference, CheckModeNamesWhatBreaks) {
     EXPECT_NE(checked.status().message().find(c.message), std::string::npos) << c.label << ": " << checked.status().message();
     EXPECT_NE(checked.status().message().find("graph 'main'"), std::string::npos) << checked.status().message();
   }
-  // Inference mode tolerates them, and the filter leaves unselected nodes unchecked.
-  EXPECT_FALSE(TypeOf(cases[0].model, "a").known());
+  // Inference mode types around them, naming the first broken constraint (ONNX's
+  // inference rejects such a model), and the filter leaves unselected nodes unchecked.
+  const ModelTypes mixed = InferModelTypes(cases[0].model);
+  EXPECT_FALSE(mixed.graphs[0].Find("a").known());
+  EXPECT_NE(mixed.rejection.find(cases[0].message), std::string::npos) << mixed.rejection;
+  EXPECT_EQ(InferModelTypes(cases[1].model).rejection, "");
   EXPECT_TRUE(CheckModelTypes(cases[0].model, [](const auto&, auto, auto) { return false; }).ok());
 }
 
