@@ -97,103 +97,121 @@ const DirectAccess& Direct() {
   return direct;
 }
 
-template <typename MessageT, typename Visitor>
-Status Walk(MessageT& message, std::string_view node_name, const TensorFields& fields, const Visitor& visit);
+// One walk for both constness: kConst walks const messages.
+template <bool kConst, typename Visitor>
+class Walker {
+  template <typename T>
+  using Maybe = std::conditional_t<kConst, const T, T>;
 
-// `message` read through its generated accessors (Direct()); false when it is not one
-// of those types.
-template <typename MessageT, typename Visitor>
-bool WalkDirect(MessageT& message, std::string_view node_name, const TensorFields& fields, const Visitor& visit,
-                Status& status) {
-  constexpr bool kConst = std::is_const_v<MessageT>;
-  auto each = [&](auto& repeated) {
-    for (auto& item : repeated) {
-      if (status.ok()) status = Walk(static_cast<MessageT&>(item), node_name, fields, visit);
-    }
-  };
-  auto one = [&](bool present, auto& item) {
-    if (present && status.ok()) status = Walk(static_cast<MessageT&>(item), node_name, fields, visit);
-  };
-  const Descriptor* type = message.GetDescriptor();
-  if (type == onnx::GraphProto::descriptor() && Direct().graph) {
-    auto& graph = static_cast<std::conditional_t<kConst, const onnx::GraphProto, onnx::GraphProto>&>(message);
-    if constexpr (kConst) {
-      each(graph.node()), each(graph.initializer()), each(graph.sparse_initializer());
-    } else {
-      each(*graph.mutable_node()), each(*graph.mutable_initializer()), each(*graph.mutable_sparse_initializer());
-    }
-    return true;
-  }
-  if (type == onnx::NodeProto::descriptor() && Direct().node) {
-    auto& node = static_cast<std::conditional_t<kConst, const onnx::NodeProto, onnx::NodeProto>&>(message);
-    node_name = node.name();
-    if constexpr (kConst) {
-      each(node.attribute());
-    } else {
-      each(*node.mutable_attribute());
-    }
-    return true;
-  }
-  if (type == onnx::AttributeProto::descriptor() && Direct().attribute) {
-    auto& attr = static_cast<std::conditional_t<kConst, const onnx::AttributeProto, onnx::AttributeProto>&>(message);
-    if constexpr (kConst) {
-      one(attr.has_t(), attr.t()), one(attr.has_g(), attr.g()), each(attr.tensors()), each(attr.graphs());
-      one(attr.has_sparse_tensor(), attr.sparse_tensor()), each(attr.sparse_tensors());
-    } else {
-      if (attr.has_t()) one(true, *attr.mutable_t());
-      if (attr.has_g()) one(true, *attr.mutable_g());
-      each(*attr.mutable_tensors()), each(*attr.mutable_graphs());
-      if (attr.has_sparse_tensor()) one(true, *attr.mutable_sparse_tensor());
-      each(*attr.mutable_sparse_tensors());
-    }
-    return true;
-  }
-  return false;
-}
+ public:
+  Walker(const TensorFields& fields, const Visitor& visit) : fields_(fields), visit_(visit), direct_(Direct()) {}
 
-// One walk for both constness: MessageT is a message type or its const form.
-template <typename MessageT, typename Visitor>
-Status Walk(MessageT& message, std::string_view node_name, const TensorFields& fields, const Visitor& visit) {
-  using TensorT = std::conditional_t<std::is_const_v<MessageT>, const onnx::TensorProto, onnx::TensorProto>;
-  using NodeT = std::conditional_t<std::is_const_v<MessageT>, const onnx::NodeProto, onnx::NodeProto>;
-  const Descriptor* type = message.GetDescriptor();
-  if (type == onnx::TensorProto::descriptor()) return visit(static_cast<TensorT&>(message), node_name);
-  Status status;
-  if (WalkDirect(message, node_name, fields, visit, status)) return status;
-  if (type == onnx::NodeProto::descriptor()) node_name = static_cast<NodeT&>(message).name();
-  const Reflection* reflection = message.GetReflection();
-  for (const FieldDescriptor* field : fields.at(type)) {
-    if (field->is_repeated()) {
-      const int count = reflection->FieldSize(message, field);
-      for (int i = 0; i < count; ++i) {
-        if constexpr (std::is_const_v<MessageT>) {
-          ONNX_AMP_RETURN_IF_ERROR(Walk(reflection->GetRepeatedMessage(message, field, i), node_name, fields, visit));
-        } else {
-          ONNX_AMP_RETURN_IF_ERROR(
-              Walk(*reflection->MutableRepeatedMessage(&message, field, i), node_name, fields, visit));
-        }
+  // Any message: the types read directly by type, the rest by reflection.
+  Status Message(Maybe<google::protobuf::Message>& message) {
+    const Descriptor* type = message.GetDescriptor();
+    if (type == onnx::TensorProto::descriptor()) return visit_(static_cast<Maybe<onnx::TensorProto>&>(message), node_);
+    if (type == onnx::GraphProto::descriptor()) return Graph(static_cast<Maybe<onnx::GraphProto>&>(message));
+    if (type == onnx::NodeProto::descriptor()) return Node(static_cast<Maybe<onnx::NodeProto>&>(message));
+    if (type == onnx::AttributeProto::descriptor()) {
+      return Attribute(static_cast<Maybe<onnx::AttributeProto>&>(message));
+    }
+    return Reflected(message);
+  }
+
+ private:
+  Status Graph(Maybe<onnx::GraphProto>& graph) {
+    if (!direct_.graph) return Reflected(graph);
+    using G = onnx::GraphProto;
+    for (auto& node : Items(graph, &G::node, &G::mutable_node)) ONNX_AMP_RETURN_IF_ERROR(Node(node));
+    for (auto& tensor : Items(graph, &G::initializer, &G::mutable_initializer)) {
+      ONNX_AMP_RETURN_IF_ERROR(visit_(tensor, node_));
+    }
+    for (auto& sparse : Items(graph, &G::sparse_initializer, &G::mutable_sparse_initializer)) {
+      ONNX_AMP_RETURN_IF_ERROR(Message(sparse));
+    }
+    return Status::Ok();
+  }
+
+  Status Node(Maybe<onnx::NodeProto>& node) {
+    const std::string_view outer = node_;
+    node_ = node.name();
+    Status status = direct_.node ? Status::Ok() : Reflected(node);
+    if (direct_.node) {
+      for (auto& attribute : Items(node, &onnx::NodeProto::attribute, &onnx::NodeProto::mutable_attribute)) {
+        status = Attribute(attribute);
+        if (!status.ok()) break;
       }
-    } else if (!reflection->HasField(message, field)) {
-      continue;
-    } else if constexpr (std::is_const_v<MessageT>) {
-      ONNX_AMP_RETURN_IF_ERROR(Walk(reflection->GetMessage(message, field), node_name, fields, visit));
+    }
+    node_ = outer;
+    return status;
+  }
+
+  Status Attribute(Maybe<onnx::AttributeProto>& attr) {
+    if (!direct_.attribute) return Reflected(attr);
+    using A = onnx::AttributeProto;
+    if (attr.has_t()) ONNX_AMP_RETURN_IF_ERROR(visit_(Items(attr, &A::t, &A::mutable_t), node_));
+    if (attr.has_g()) ONNX_AMP_RETURN_IF_ERROR(Graph(Items(attr, &A::g, &A::mutable_g)));
+    for (auto& tensor : Items(attr, &A::tensors, &A::mutable_tensors)) ONNX_AMP_RETURN_IF_ERROR(visit_(tensor, node_));
+    for (auto& graph : Items(attr, &A::graphs, &A::mutable_graphs)) ONNX_AMP_RETURN_IF_ERROR(Graph(graph));
+    if (attr.has_sparse_tensor()) {
+      ONNX_AMP_RETURN_IF_ERROR(Message(Items(attr, &A::sparse_tensor, &A::mutable_sparse_tensor)));
+    }
+    for (auto& sparse : Items(attr, &A::sparse_tensors, &A::mutable_sparse_tensors)) {
+      ONNX_AMP_RETURN_IF_ERROR(Message(sparse));
+    }
+    return Status::Ok();
+  }
+
+  Status Reflected(Maybe<google::protobuf::Message>& message) {
+    const Reflection* reflection = message.GetReflection();
+    for (const FieldDescriptor* field : fields_.at(message.GetDescriptor())) {
+      if (field->is_repeated()) {
+        const int count = reflection->FieldSize(message, field);
+        for (int i = 0; i < count; ++i) {
+          if constexpr (kConst) {
+            ONNX_AMP_RETURN_IF_ERROR(Message(reflection->GetRepeatedMessage(message, field, i)));
+          } else {
+            ONNX_AMP_RETURN_IF_ERROR(Message(*reflection->MutableRepeatedMessage(&message, field, i)));
+          }
+        }
+      } else if (!reflection->HasField(message, field)) {
+        continue;
+      } else if constexpr (kConst) {
+        ONNX_AMP_RETURN_IF_ERROR(Message(reflection->GetMessage(message, field)));
+      } else {
+        ONNX_AMP_RETURN_IF_ERROR(Message(*reflection->MutableMessage(&message, field)));
+      }
+    }
+    return Status::Ok();
+  }
+
+  // A field of `owner` as the walk's constness wants it: through `get` for a const walk,
+  // `get_mutable` for a mutable one (only asked for a singular field that is set).
+  template <typename Owner, typename Proto, typename Field>
+  static auto& Items(Owner& owner, const Field& (Proto::*get)() const, Field* (Proto::*get_mutable)()) {
+    if constexpr (kConst) {
+      return (owner.*get)();
     } else {
-      ONNX_AMP_RETURN_IF_ERROR(Walk(*reflection->MutableMessage(&message, field), node_name, fields, visit));
+      return *(owner.*get_mutable)();
     }
   }
-  return Status::Ok();
-}
+
+  const TensorFields& fields_;
+  const Visitor& visit_;
+  const DirectAccess& direct_;
+  std::string_view node_;  // the innermost node holding what is being walked
+};
 
 }  // namespace
 
 Status ForEachTensor(Message& root, const TensorVisitor& visit) {
   TensorFields local;
-  return Walk(root, "", TensorFieldsFor(root.GetDescriptor(), local), visit);
+  return Walker<false, TensorVisitor>(TensorFieldsFor(root.GetDescriptor(), local), visit).Message(root);
 }
 
 Status ForEachTensor(const Message& root, const ConstTensorVisitor& visit) {
   TensorFields local;
-  return Walk(root, "", TensorFieldsFor(root.GetDescriptor(), local), visit);
+  return Walker<true, ConstTensorVisitor>(TensorFieldsFor(root.GetDescriptor(), local), visit).Message(root);
 }
 
 std::string DescribeTensor(const onnx::TensorProto& tensor, std::string_view node_name) {

@@ -27,10 +27,13 @@ std::string NodeLabel(const onnx::NodeProto& node) {
 
 class TypeWalker {
  public:
-  TypeWalker(const onnx::ModelProto& model, bool check, const NodeFilter* filter)
-      : model_(model), check_(check), filter_(filter) {
+  TypeWalker(const onnx::ModelProto& model, const TypeInferenceOptions& options, bool check, const NodeFilter* filter)
+      : model_(model), options_(options), check_(check), filter_(filter) {
     for (const auto& opset : model.opset_import()) opsets_[std::string(CanonicalDomain(opset.domain()))] = opset.version();
     if (opsets_.empty()) opsets_[""] = 1;  // IR version < 3: the default domain at opset 1
+    if (options.assume_newest_default_opset && !opsets_.count("")) {
+      opsets_[""] = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map().at("").second;
+    }
   }
 
   Status Run() { return VisitGraph(model_.graph(), -1, {}, "main", nullptr); }
@@ -67,7 +70,10 @@ class TypeWalker {
     for (const auto& sparse : graph.sparse_initializer()) {
       types_.graphs[g].values[sparse.values().name()] = ValueType::Tensor(sparse.values().data_type());
     }
-    for (const auto& node : graph.node()) ONNX_AMP_RETURN_IF_ERROR(VisitNode(node, g, declared));
+    const std::vector<int>* order = options_.node_order ? options_.node_order(graph) : nullptr;
+    for (int n = 0; n < graph.node_size(); ++n) {
+      ONNX_AMP_RETURN_IF_ERROR(VisitNode(graph.node(order != nullptr ? (*order)[n] : n), g, declared));
+    }
     if (!check_) return Status::Ok();
     for (const auto& output : graph.output()) {
       bool found = false;
@@ -119,6 +125,7 @@ class TypeWalker {
       } else if (const onnx::FunctionProto* function = FindModelFunction(model_, node)) {
         outputs = FunctionCallTypes(model_, *function, node, inputs);
       }
+      if (options_.untyped_outputs_follow_first_input) FollowFirstInput(node, inputs, outputs);
     }
     for (int o = 0; o < node.output_size(); ++o) {
       const std::string& name = node.output(o);
@@ -138,6 +145,17 @@ class TypeWalker {
       if (!problem.empty()) return Fail(g, &node, problem);
     }
     return Status::Ok();
+  }
+
+  static void FollowFirstInput(const onnx::NodeProto& node, std::span<const ValueType> inputs,
+                               std::vector<ValueType>& outputs) {
+    for (int i = 0; i < node.input_size(); ++i) {
+      if (node.input(i).empty() || !inputs[i].known()) continue;
+      for (ValueType& output : outputs) {
+        if (!output.known()) output = inputs[i];
+      }
+      return;
+    }
   }
 
   bool Selected(const onnx::NodeProto& node, std::span<const ValueType> inputs, std::span<const ValueType> outputs) const {
@@ -256,6 +274,7 @@ class TypeWalker {
   }
 
   const onnx::ModelProto& model_;
+  const TypeInferenceOptions options_;
   const bool check_;
   const NodeFilter* filter_;
   std::unordered_map<std::string, int64_t> opsets_;
@@ -286,14 +305,14 @@ ValueType ModelTypes::Lookup(int g, std::string_view name) const {
   return {};
 }
 
-ModelTypes InferModelTypes(const onnx::ModelProto& model) {
-  TypeWalker walker(model, /*check=*/false, nullptr);
+ModelTypes InferModelTypes(const onnx::ModelProto& model, const TypeInferenceOptions& options) {
+  TypeWalker walker(model, options, /*check=*/false, nullptr);
   (void)walker.Run();  // inference mode reports nothing
   return walker.Take();
 }
 
 Expected<ModelTypes> CheckModelTypes(const onnx::ModelProto& model, const NodeFilter& check_node) {
-  TypeWalker walker(model, /*check=*/true, &check_node);
+  TypeWalker walker(model, {}, /*check=*/true, &check_node);
   ONNX_AMP_RETURN_IF_ERROR(walker.Run());
   return walker.Take();
 }

@@ -65,9 +65,24 @@ struct ModelTypes {
   ValueType Lookup(int g, std::string_view name) const;
 };
 
+// What a caller that must give every value a type (the runtime's graph view) adds to
+// ONNX's rules; the defaults type as ONNX's inference does.
+struct TypeInferenceOptions {
+  // A model that imports no default-domain opset has its default-domain ops typed by
+  // their newest schemas (ONNX's inference types none of them).
+  bool assume_newest_default_opset = false;
+  // An output no rule types (unknown and custom ops, nodes whose inference fails, but
+  // not If/Loop/Scan) takes the type of the node's first typed input: most such ops are
+  // element-wise or keep their data type.
+  bool untyped_outputs_follow_first_input = false;
+  // The order to type a graph's nodes in (indices into its node list), for graphs not
+  // stored in topological order; null, or a null result, for file order.
+  std::function<const std::vector<int>*(const onnx::GraphProto& graph)> node_order;
+};
+
 // Infers the types of `model` (the header comment). Never fails: what no rule types
 // stays ValueKind::kUnknown.
-ModelTypes InferModelTypes(const onnx::ModelProto& model);
+ModelTypes InferModelTypes(const onnx::ModelProto& model, const TypeInferenceOptions& options = {});
 
 // Which nodes CheckModelTypes checks against their schema's type constraints, given the
 // types of their inputs and outputs.
