@@ -25,17 +25,6 @@ std::string NodeLabel(const onnx::NodeProto& node) {
   return node.name().empty() ? node.op_type() + "(" + (node.output_size() ? node.output(0) : "") + ")" : node.name();
 }
 
-// `graph` and every subgraph in it, at any depth.
-void CollectGraphs(onnx::GraphProto& graph, std::vector<onnx::GraphProto*>& graphs) {
-  graphs.push_back(&graph);
-  for (auto& node : *graph.mutable_node()) {
-    for (auto& attr : *node.mutable_attribute()) {
-      if (attr.has_g()) CollectGraphs(*attr.mutable_g(), graphs);
-      for (auto& sub : *attr.mutable_graphs()) CollectGraphs(sub, graphs);
-    }
-  }
-}
-
 // The inputs and outputs of one node bound to one type variable.
 struct Unit {
   const onnx::NodeProto* node = nullptr;
@@ -1132,26 +1121,6 @@ class Painter {
 };
 
 }  // namespace
-
-Status InspectInferred(onnx::ModelProto& model, bool strict,
-                       const std::function<void(const onnx::ModelProto&)>& inspect) {
-  std::vector<onnx::GraphProto*> graphs;
-  CollectGraphs(*model.mutable_graph(), graphs);
-  std::vector<onnx::GraphProto> saved(graphs.size());
-  for (size_t g = 0; g < graphs.size(); ++g) {
-    *saved[g].mutable_input() = graphs[g]->input();
-    *saved[g].mutable_output() = graphs[g]->output();
-    *saved[g].mutable_value_info() = graphs[g]->value_info();
-  }
-  Status inferred = InferShapes(model, strict);
-  if (inferred.ok() && inspect) inspect(model);
-  for (size_t g = 0; g < graphs.size(); ++g) {
-    graphs[g]->mutable_input()->Swap(saved[g].mutable_input());
-    graphs[g]->mutable_output()->Swap(saved[g].mutable_output());
-    graphs[g]->mutable_value_info()->Swap(saved[g].mutable_value_info());
-  }
-  return inferred;
-}
 
 Expected<ValueTypeMap> InferValueTypes(const onnx::ModelProto& model) {
   const ModelTypes inferred = InferModelTypes(model);
