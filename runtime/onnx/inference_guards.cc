@@ -74,6 +74,16 @@ void CheckConvTransposeOperands(onnx::InferenceContext& ctx) {
   }
 }
 
+// What ONNX 1.18's convolution and pooling inference assume: strides > 0 (they divide by
+// each stride; a zero one stops the process with SIGFPE).
+void CheckPositiveStrides(onnx::InferenceContext& ctx) {
+  const onnx::AttributeProto* strides = ctx.getAttribute("strides");
+  if (strides == nullptr) return;
+  for (const int64_t stride : strides->ints()) {
+    if (stride <= 0) fail_shape_inference("strides must be positive, got ", stride);
+  }
+}
+
 // What ONNX 1.18's Slice data propagation assumes: a Shape value of rank > 0. With an
 // empty one and a negative step it clamps start to 0 and end to -1, then reads dim 0.
 // Nothing is known about such a slice, so propagation is skipped for it.
@@ -127,6 +137,10 @@ void GuardShapeInference() {
   std::call_once(once, [] {
     Guard("Einsum", CheckEinsumOperands);
     Guard("ConvTranspose", CheckConvTransposeOperands);
+    for (const char* op_type : {"Conv", "ConvInteger", "QLinearConv", "ConvTranspose", "DeformConv", "MaxPool",
+                                "AveragePool", "LpPool", "MaxUnpool"}) {
+      Guard(op_type, CheckPositiveStrides);
+    }
     GuardDataPropagation("Slice", SliceDataPropagationApplies);
   });
 }

@@ -9,6 +9,8 @@
 //           stand for different numbers of dims, an output label no input has.
 //   ConvTranspose: a weight of rank < 2, or (without kernel_shape) of another rank than
 //           the input.
+//   Conv, ConvTranspose, pooling (and their quantized forms): a stride <= 0 (their
+//           output-size arithmetic divides by it: SIGFPE; graph_view fuzz target).
 //   Slice:  data propagation (the shape values it follows through Shape -> Slice) over an
 //           empty shape with a negative step; skipped for such a slice (run fuzz target).
 #pragma once

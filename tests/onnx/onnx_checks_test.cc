@@ -158,6 +158,24 @@ TEST(OnnxChecksTest, OperandsOnnxInferenceWouldCrashOnFailInference) {
     EXPECT_NE(strict.message().find(expected), std::string::npos) << strict.message();
   }
 
+  // MaxPool-1 and Conv-11 with a zero stride divided by it (graph_view fuzz target).
+  for (const auto& [op_type, opset] : {std::pair{"MaxPool", 1}, std::pair{"Conv", 11}, std::pair{"AveragePool", 19}}) {
+    onnx::ModelProto model = AddModel({1, 1, 8}, {1, 1, 2});
+    model.mutable_opset_import(0)->set_version(opset);
+    onnx::NodeProto* node = model.mutable_graph()->mutable_node(0);
+    node->set_op_type(op_type);
+    if (std::string(op_type) != "Conv") node->mutable_input()->RemoveLast();
+    for (const char* name : {"kernel_shape", "strides"}) {
+      onnx::AttributeProto* attr = node->add_attribute();
+      attr->set_name(name);
+      attr->set_type(onnx::AttributeProto::INTS);
+      attr->add_ints(std::string(name) == "strides" ? 0 : 2);
+    }
+    const Status strict = InferShapes(model, /*strict=*/true);
+    EXPECT_EQ(strict.code(), ErrorCode::kInvalidModel) << op_type;
+    EXPECT_NE(strict.message().find("strides must be positive, got 0"), std::string::npos) << strict.message();
+  }
+
   onnx::ModelProto valid = EinsumModel({2, 3, 4}, {2, 4, 5}, "bij,bjk->bik");
   ASSERT_TRUE(InferShapes(valid, /*strict=*/true).ok());
   const auto& dims = valid.graph().output(0).type().tensor_type().shape().dim();
