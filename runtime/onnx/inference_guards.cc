@@ -2,6 +2,7 @@
 
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 
 #include <onnx/defs/schema.h>
@@ -84,6 +85,25 @@ void CheckPositiveStrides(onnx::InferenceContext& ctx) {
   }
 }
 
+// Data propagation follows shape-like integer vectors (Shape -> Slice -> Concat ...). For an
+// input it has no value of, ONNX 1.18 makes one unknown entry per element of the input's
+// static length: a Range over constants can have 10^16 elements, and a Concat reading it
+// then allocates until the process dies. No shape vector is that long, so propagation is
+// skipped where an input is longer than this.
+constexpr int64_t kLongestShapeValue = 4096;
+
+bool InputsAreShapeSized(onnx::DataPropagationContext& ctx) {
+  for (size_t i = 0; i < ctx.getNumInputs(); ++i) {
+    const onnx::TypeProto* type = ctx.getInputType(i);
+    if (type == nullptr || !type->has_tensor_type() || !type->tensor_type().has_shape()) continue;
+    const onnx::TensorShapeProto& shape = type->tensor_type().shape();
+    if (shape.dim_size() == 1 && shape.dim(0).has_dim_value() && shape.dim(0).dim_value() > kLongestShapeValue) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // What ONNX 1.18's Slice data propagation assumes: a Shape value of rank > 0. With an
 // empty one and a negative step it clamps start to 0 and end to -1, then reads dim 0.
 // Nothing is known about such a slice, so propagation is skipped for it.
@@ -142,6 +162,13 @@ void GuardShapeInference() {
       Guard(op_type, CheckPositiveStrides);
     }
     GuardDataPropagation("Slice", SliceDataPropagationApplies);
+    std::set<std::string> op_types;
+    for (const onnx::OpSchema& schema : onnx::OpSchemaRegistry::get_all_schemas_with_history()) {
+      if (schema.domain() == onnx::ONNX_DOMAIN && schema.has_data_propagation_function()) {
+        op_types.insert(schema.Name());
+      }
+    }
+    for (const std::string& op_type : op_types) GuardDataPropagation(op_type.c_str(), InputsAreShapeSized);
   });
 }
 
