@@ -2,6 +2,10 @@
 
 #include <mpi.h>
 
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <limits>
 #include <string>
@@ -45,6 +49,26 @@ int LocalSizeFromEnvironment() {
   return 1;
 }
 
+// Completes `request` without holding the core: a rank waiting for a slower one spins for
+// a few microseconds, then sleeps in growing naps (at most 100 us). A blocking MPI call
+// would spin at full speed, and with more ranks and threads than cores (two ranks on two
+// cores next to any other work) the spinning rank steals the time the rank it waits for
+// needs: steps of a millisecond then took hundreds.
+int WaitYieldingCore(MPI_Request& request) {
+  using Clock = std::chrono::steady_clock;
+  const auto spin_until = Clock::now() + std::chrono::microseconds(20);
+  long nap_ns = 1000;
+  while (true) {
+    int done = 0;
+    const int code = MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (code != MPI_SUCCESS || done) return code;
+    if (Clock::now() < spin_until) continue;
+    const timespec nap{0, nap_ns};
+    nanosleep(&nap, nullptr);
+    nap_ns = std::min(nap_ns * 2, 100000L);
+  }
+}
+
 }  // namespace
 
 bool LaunchedByMpiLauncher() {
@@ -84,18 +108,22 @@ Status MpiCommunicator::AllReduce(void* data, int64_t count, DType dtype, Reduce
   }
   ONNX_AMP_ASSIGN_OR_RETURN(const MPI_Datatype type, MpiType(dtype));
   watchdog_.Arm(what);
-  const int code = MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), type,
-                                 op == ReduceOp::kSum ? MPI_SUM : MPI_MAX, MPI_COMM_WORLD);
+  MPI_Request request;
+  int code = MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), type, op == ReduceOp::kSum ? MPI_SUM : MPI_MAX,
+                            MPI_COMM_WORLD, &request);
+  if (code == MPI_SUCCESS) code = WaitYieldingCore(request);
   watchdog_.Disarm();
-  return MpiStatus(code, "MPI_Allreduce", what);
+  return MpiStatus(code, "MPI_Iallreduce", what);
 }
 
 Status MpiCommunicator::Broadcast(void* data, int64_t bytes, int root, std::string_view what) {
   if (bytes > std::numeric_limits<int>::max()) return InternalError("broadcast of more than 2 GiB in one MPI call");
   watchdog_.Arm(what);
-  const int code = MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, root, MPI_COMM_WORLD);
+  MPI_Request request;
+  int code = MPI_Ibcast(data, static_cast<int>(bytes), MPI_BYTE, root, MPI_COMM_WORLD, &request);
+  if (code == MPI_SUCCESS) code = WaitYieldingCore(request);
   watchdog_.Disarm();
-  return MpiStatus(code, "MPI_Bcast", what);
+  return MpiStatus(code, "MPI_Ibcast", what);
 }
 
 void MpiCommunicator::Abort(int exit_code) {
