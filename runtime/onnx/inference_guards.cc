@@ -74,22 +74,50 @@ void CheckConvTransposeOperands(onnx::InferenceContext& ctx) {
   }
 }
 
-// Runs `check` before the op's own inference function, in every opset version of the op.
-void Guard(const char* op_type, void (*check)(onnx::InferenceContext&)) {
+// What ONNX 1.18's Slice data propagation assumes: a Shape value of rank > 0. With an
+// empty one and a negative step it clamps start to 0 and end to -1, then reads dim 0.
+// Nothing is known about such a slice, so propagation is skipped for it.
+bool SliceDataPropagationApplies(onnx::DataPropagationContext& ctx) {
+  const onnx::TensorShapeProto* data = ctx.getInputData(0);
+  return data == nullptr || data->dim_size() > 0;
+}
+
+// Each distinct schema of `op_type` in the default domain, every opset version, as the
+// mutable object the registry owns (Schema() only hands out const views).
+template <typename Visit>
+void ForEachSchema(const char* op_type, Visit visit) {
   const auto& versions = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
   const int newest = versions.at(onnx::ONNX_DOMAIN).second;
   const onnx::OpSchema* previous = nullptr;
   for (int opset = 1; opset <= newest; ++opset) {
-    // The registry owns its schemas as mutable objects; Schema() only hands out const views.
     auto* schema = const_cast<onnx::OpSchema*>(onnx::OpSchemaRegistry::Schema(op_type, opset, ""));
-    if (schema == nullptr || schema == previous || !schema->has_type_and_shape_inference_function()) continue;
+    if (schema == nullptr || schema == previous) continue;
     previous = schema;
-    onnx::InferenceFunction original = schema->GetTypeAndShapeInferenceFunction();
-    schema->TypeAndShapeInferenceFunction([check, original](onnx::InferenceContext& ctx) {
+    visit(*schema);
+  }
+}
+
+// Runs `check` before the op's own inference function, in every opset version of the op.
+void Guard(const char* op_type, void (*check)(onnx::InferenceContext&)) {
+  ForEachSchema(op_type, [check](onnx::OpSchema& schema) {
+    if (!schema.has_type_and_shape_inference_function()) return;
+    onnx::InferenceFunction original = schema.GetTypeAndShapeInferenceFunction();
+    schema.TypeAndShapeInferenceFunction([check, original](onnx::InferenceContext& ctx) {
       check(ctx);
       original(ctx);
     });
-  }
+  });
+}
+
+// Runs the op's data propagation only where `applies` says its assumptions hold.
+void GuardDataPropagation(const char* op_type, bool (*applies)(onnx::DataPropagationContext&)) {
+  ForEachSchema(op_type, [applies](onnx::OpSchema& schema) {
+    if (!schema.has_data_propagation_function()) return;
+    onnx::DataPropagationFunction original = schema.GetDataPropagationFunction();
+    schema.PartialDataPropagationFunction([applies, original](onnx::DataPropagationContext& ctx) {
+      if (applies(ctx)) original(ctx);
+    });
+  });
 }
 
 }  // namespace
@@ -99,6 +127,7 @@ void GuardShapeInference() {
   std::call_once(once, [] {
     Guard("Einsum", CheckEinsumOperands);
     Guard("ConvTranspose", CheckConvTransposeOperands);
+    GuardDataPropagation("Slice", SliceDataPropagationApplies);
   });
 }
 

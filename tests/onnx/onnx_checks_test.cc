@@ -167,5 +167,40 @@ TEST(OnnxChecksTest, OperandsOnnxInferenceWouldCrashOnFailInference) {
   EXPECT_EQ(dims[2].dim_value(), 5);
 }
 
+// Shape(scalar) -> Slice(starts [-1], ends [-5], axes [0], steps [-1]): ONNX 1.18's Slice
+// data propagation read dim 0 of the empty shape and crashed (run fuzz target); now the
+// propagation is skipped, inference passes and the output is the empty int64 vector.
+TEST(OnnxChecksTest, SliceOfAnEmptyShapeWithNegativeStepInfers) {
+  onnx::ModelProto model = AddModel({}, {});
+  onnx::GraphProto* graph = model.mutable_graph();
+  graph->clear_node();
+  graph->clear_output();
+  onnx::NodeProto* shape = graph->add_node();
+  shape->set_op_type("Shape");
+  shape->add_input("A");
+  shape->add_output("dims");
+  const std::pair<const char*, int64_t> constants[] = {{"starts", -1}, {"ends", -5}, {"axes", 0}, {"steps", -1}};
+  onnx::NodeProto* slice = graph->add_node();
+  slice->set_op_type("Slice");
+  slice->add_input("dims");
+  for (const auto& [name, value] : constants) {
+    onnx::TensorProto* tensor = graph->add_initializer();
+    tensor->set_name(name);
+    tensor->set_data_type(onnx::TensorProto_DataType_INT64);
+    tensor->add_dims(1);
+    tensor->add_int64_data(value);
+    slice->add_input(name);
+  }
+  slice->add_output("sliced");
+  graph->add_output()->set_name("sliced");
+  graph->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto_DataType_INT64);
+
+  const Status strict = InferShapes(model, /*strict=*/true);
+  ASSERT_TRUE(strict.ok()) << strict.message();
+  const auto& type = model.graph().output(0).type().tensor_type();
+  EXPECT_EQ(type.elem_type(), onnx::TensorProto_DataType_INT64);
+  ASSERT_EQ(type.shape().dim_size(), 1);
+}
+
 }  // namespace
 }  // namespace onnx_amp
