@@ -36,4 +36,8 @@ void InstallStopMessage(int rank, int ranks) {
   for (int signal_number : {SIGTERM, SIGINT, SIGHUP}) sigaction(signal_number, &action, nullptr);
 }
 
+void RemoveStopMessage() {
+  for (int signal_number : {SIGTERM, SIGINT, SIGHUP}) ::signal(signal_number, SIG_DFL);
+}
+
 }  // namespace onnx_amp

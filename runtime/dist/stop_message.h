@@ -10,5 +10,8 @@ namespace onnx_amp {
 
 // Installs the handler for SIGTERM, SIGINT and SIGHUP (only under a launcher).
 void InstallStopMessage(int rank, int ranks);
+// Back to the default handlers: for a rank that has reported its own error and is ending the
+// job, where "stopped by the launcher" would only repeat the cause.
+void RemoveStopMessage();
 
 }  // namespace onnx_amp

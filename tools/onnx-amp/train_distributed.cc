@@ -66,6 +66,7 @@ std::string DistributedTraining::DescribeVolume() const {
 }
 
 void DistributedTraining::Abort(const Status& status) {
+  RemoveStopMessage();
   std::fprintf(stderr, "onnx-amp: error: rank %d of %d: %s\n", rank(), ranks(), status.message().c_str());
   std::fflush(stderr);
   communicator_->Abort(ExitCodeFor(status.code()));
