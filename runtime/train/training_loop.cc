@@ -123,8 +123,8 @@ class TrainingRun {
         order_ = EpochOrder(data_.train.size(), position_.seed, position_.epoch);
       }
       const bool last = position_.global_step == plan_.total_steps;
-      const bool save = !checkpoint_.empty() &&
-                        (last || (options_.checkpoint_every > 0 && position_.global_step % options_.checkpoint_every == 0));
+      const bool every = options_.checkpoint_every > 0 && position_.global_step % options_.checkpoint_every == 0;
+      const bool save = !checkpoint_.empty() && (last || every);
       // Replicas that drifted apart (a bug, or a rank whose memory went bad) must not be saved.
       if (sync_ != nullptr && (save || last)) ONNX_AMP_RETURN_IF_ERROR(CheckReplicasAgree());
       if (save && rank_ == 0) ONNX_AMP_RETURN_IF_ERROR(SaveCheckpoint(checkpoint_, trainer_, position_));

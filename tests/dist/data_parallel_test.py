@@ -213,11 +213,13 @@ def same_weights(cli, work, model_weights):
                 ratio = worst_ratio(weights(os.path.join(control, "checkpoint.npz")), reached, bound)
                 check(ratio > 10.0, f"the step bound tells a step on half the batch apart (ratio {ratio:.3g})")
         print(f"      {policy}: max |w2 - w1| / bound per step = {', '.join(f'{r:.3g}' for r in ratios)}")
-        check(max(ratios) <= 1.0, f"{policy}: each of {STEPS} steps on 2 ranks x 32 equals 1 rank x 64 within the bound")
+        check(max(ratios) <= 1.0,
+              f"{policy}: each of {STEPS} steps on 2 ranks x 32 equals 1 rank x 64 within the bound")
         whole = os.path.join(work, f"same-{policy}-whole")
         cli.run(0, data, *flags, "--batch-size", str(SAMPLES), "--max-steps", str(STEPS), "--checkpoint-dir", whole)
         final = worst_ratio(previous, weights(os.path.join(whole, "checkpoint.npz")), total)
-        print(f"      {policy}: after {STEPS} steps max |w2 - w1| / bound = {final:.3g} (Hessian bound {lipschitz:.3g})")
+        print(f"      {policy}: after {STEPS} steps max |w2 - w1| / bound = {final:.3g} "
+              f"(Hessian bound {lipschitz:.3g})")
         check(final <= 1.0, f"{policy}: after {STEPS} steps 2 ranks x 32 hold the weights of 1 rank x 64")
 
 

@@ -57,7 +57,8 @@ Batch MakeBatch(uint64_t seed) {
 // rank's own gradients, once, as an overflow in that rank's backward pass would.
 class PlantingSync final : public ReplicaSync {
  public:
-  PlantingSync(GradientSync& inner, bool plant, size_t parameter) : inner_(inner), plant_(plant), parameter_(parameter) {}
+  PlantingSync(GradientSync& inner, bool plant, size_t parameter)
+      : inner_(inner), plant_(plant), parameter_(parameter) {}
   int rank() const override { return inner_.rank(); }
   int ranks() const override { return inner_.ranks(); }
   Status SumGradients(std::vector<Tensor>& gradients, double& loss_sum, int64_t step) override {
@@ -70,7 +71,9 @@ class PlantingSync final : public ReplicaSync {
     }
     return inner_.SumGradients(gradients, loss_sum, step);
   }
-  Status AgreeOnSkip(bool& skip, int64_t& first, int64_t step) override { return inner_.AgreeOnSkip(skip, first, step); }
+  Status AgreeOnSkip(bool& skip, int64_t& first, int64_t step) override {
+    return inner_.AgreeOnSkip(skip, first, step);
+  }
   Status SumValues(std::span<double> values, std::string_view what) override { return inner_.SumValues(values, what); }
   Status CheckSameState(uint64_t fingerprint, std::string_view what) override {
     return inner_.CheckSameState(fingerprint, what);

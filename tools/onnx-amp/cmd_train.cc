@@ -178,13 +178,17 @@ Status TrainRank(const TrainOptions& options, DistributedTraining* distributed) 
   ONNX_AMP_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(std::move(*graph), config));
   if (distributed != nullptr) {
     trainer->set_replica_sync(distributed->sync());
-    if (writer) std::fprintf(stderr, "%s\n", distributed->Describe(options.run.batch_size, options.run.accumulation_steps).c_str());
+    if (writer) {
+      const std::string line = distributed->Describe(options.run.batch_size, options.run.accumulation_steps);
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
   }
   if (!options.save_training_graph.empty() && writer) {
     ONNX_AMP_RETURN_IF_ERROR(SaveModel(trainer->graph().train_model, options.save_training_graph));
     ONNX_AMP_RETURN_IF_ERROR(SaveModel(trainer->update_model(), UpdateGraphPath(options.save_training_graph)));
   }
-  ONNX_AMP_RETURN_IF_ERROR(RunTraining(*trainer, data, options.run, writer ? PrintingCallbacks() : TrainingCallbacks{}));
+  const TrainingCallbacks callbacks = writer ? PrintingCallbacks() : TrainingCallbacks{};
+  ONNX_AMP_RETURN_IF_ERROR(RunTraining(*trainer, data, options.run, callbacks));
   if (distributed != nullptr && distributed->sync() != nullptr && writer) {
     std::fprintf(stderr, "%s\n", distributed->DescribeVolume().c_str());
   }
@@ -206,7 +210,8 @@ Status Train(const TrainOptions& options) {
 
 void AddTrainCommand(CLI::App& app, CommandRunner& runner) {
   auto o = std::make_shared<TrainOptions>();
-  CLI::App* command = app.add_subcommand("train", "Train a model with float32 master weights and loss scaling (under mpirun -np N: data parallel over N ranks)");
+  CLI::App* command = app.add_subcommand(
+      "train", "Train a model with float32 master weights and loss scaling (under mpirun -np N: data parallel)");
   command->add_option("MODEL", o->model, "ONNX model file (float32)")->required();
   command->add_option("--data", o->data, "IDX folder (t10k = evaluation) or .npz with x, y [, x_test, y_test]")->required();
   command->add_option("--policy", o->policy, "float32, mixed_float16 or mixed_bfloat16");
