@@ -178,7 +178,7 @@ Status TrainRank(const TrainOptions& options, DistributedTraining* distributed) 
   ONNX_AMP_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(std::move(*graph), config));
   if (distributed != nullptr) {
     trainer->set_replica_sync(distributed->sync());
-    if (writer) {
+    if (writer && distributed->ranks() > 1) {
       const std::string line = distributed->Describe(options.run.batch_size, options.run.accumulation_steps);
       std::fprintf(stderr, "%s\n", line.c_str());
     }
