@@ -7,7 +7,9 @@ set(ONNX_AMP_WITH_NCCL OFF)
 if(ONNX_AMP_WITH_CUDA)
   set(_nccl_wheel "${ONNX_AMP_DEPS_DIR}/nccl-${ONNX_AMP_NCCL_VERSION}/nvidia/nccl")
   find_path(ONNX_AMP_NCCL_INCLUDE_DIR nccl.h HINTS "${_nccl_wheel}/include" ${CUDAToolkit_INCLUDE_DIRS})
-  find_library(ONNX_AMP_NCCL_LIBRARY NAMES nccl libnccl.so.2 HINTS "${_nccl_wheel}/lib" ${CUDAToolkit_LIBRARY_DIR})
+  # The wheel ships only libnccl.so.2: NAMES_PER_DIR keeps its folder ahead of a system libnccl.so.
+  find_library(ONNX_AMP_NCCL_LIBRARY NAMES libnccl.so.2 nccl NAMES_PER_DIR
+               HINTS "${_nccl_wheel}/lib" ${CUDAToolkit_LIBRARY_DIR})
   if(NOT ONNX_AMP_NCCL_INCLUDE_DIR OR NOT ONNX_AMP_NCCL_LIBRARY)
     message(FATAL_ERROR "The CUDA build needs NCCL ${ONNX_AMP_NCCL_VERSION}: run tools/install-deps "
                         "(or configure with -DONNX_AMP_CUDA=OFF)")
