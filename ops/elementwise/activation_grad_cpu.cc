@@ -1,11 +1,14 @@
-// Element-wise activation gradients: dX = dY * f'(.) with f' read from X or Y.
+// The fused activation gradients of domain ai.onnx_amp (ReluGrad, SigmoidGrad, TanhGrad,
+// GeluGrad): dX = dY * f'(.) with f' read from X or Y.
 #include <cmath>
 #include <numbers>
 #include <string>
 #include <vector>
 
-#include "ops/linalg/float_compute.h"
-#include "ops/training/training_kernels.h"
+#include "ops/common/float_compute.h"
+#include "ops/elementwise/elementwise_families.h"
+#include "ops/kernel_registry.h"
+#include "runtime/core/onnx_domain.h"
 
 namespace onnx_amp {
 namespace {
@@ -24,8 +27,6 @@ Status PointwiseGrad(KernelContext& context, Slope&& slope) {
   for (size_t i = 0; i < dx.size(); ++i) dx[i] *= slope(values[i]);
   return WriteOutput(context, 0, dy->dtype(), dy->shape(), dx);
 }
-
-}  // namespace
 
 // relu'(x) = 1 for x > 0, else 0
 Status ReluGradKernel(KernelContext& context) {
@@ -62,6 +63,15 @@ Status GeluGradKernel(KernelContext& context) {
     const float pdf = std::exp(-0.5f * x * x) * static_cast<float>(1.0 / std::sqrt(2.0 * std::numbers::pi));
     return cdf + x * pdf;
   });
+}
+
+}  // namespace
+
+void RegisterActivationGradCpuKernels(KernelRegistry& registry) {
+  registry.Register({kOnnxAmpDomain, "ReluGrad", DeviceKind::kCpu, &ReluGradKernel});
+  registry.Register({kOnnxAmpDomain, "SigmoidGrad", DeviceKind::kCpu, &SigmoidGradKernel});
+  registry.Register({kOnnxAmpDomain, "TanhGrad", DeviceKind::kCpu, &TanhGradKernel});
+  registry.Register({kOnnxAmpDomain, "GeluGrad", DeviceKind::kCpu, &GeluGradKernel});
 }
 
 }  // namespace onnx_amp
