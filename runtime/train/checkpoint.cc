@@ -27,6 +27,7 @@ Expected<const Tensor*> Find(const std::map<std::string, Tensor>& arrays, const 
 }  // namespace
 
 Status SaveCheckpoint(const std::filesystem::path& path, Trainer& trainer, const DataPosition& position) {
+  ONNX_AMP_RETURN_IF_ERROR(trainer.MoveStateToHost());
   std::vector<NamedTensor> arrays;
   const LossScalerState& s = trainer.scaler().state();
   float scale = s.scale;
@@ -57,6 +58,7 @@ Status LoadCheckpoint(const std::filesystem::path& path, Trainer& trainer, DataP
   ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* counters, Find(arrays, "scaler.counters", DType::kInt64, 5, path));
   ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* step, Find(arrays, "optimizer.step", DType::kInt64, 1, path));
   ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* data, Find(arrays, "data.position", DType::kInt64, 4, path));
+  ONNX_AMP_RETURN_IF_ERROR(trainer.MoveStateToHost());
   std::vector<NamedTensor>& weights = trainer.weights();
   // Check everything before changing anything.
   std::vector<std::pair<const Tensor*, Tensor*>> copies;

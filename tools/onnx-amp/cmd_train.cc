@@ -1,6 +1,7 @@
 // `onnx-amp train MODEL --data PATH [...]`: trains a float32 model on the CPU executor
-// with float32 master weights, optionally under a mixed policy with loss scaling. This
-// file parses the flags, converts the model for the policy, and prints; the run itself
+// (or, with --device cuda, on the GPU) with float32 master weights, optionally under a
+// mixed policy with loss scaling. This file parses the flags, converts the model for
+// the policy, and prints; the run itself
 // is runtime/train (training_loop.h): each step runs the training graph per
 // micro-batch, then the update graph (trainer.h). Progress goes to stderr, a summary per
 // epoch to stdout, one JSON line per step to --metrics; checkpoints are written
@@ -21,6 +22,7 @@
 #include "runtime/train/training_graph.h"
 #include "runtime/train/training_loop.h"
 #include "tools/onnx-amp/command.h"
+#include "tools/onnx-amp/device_flag.h"
 #include "tools/onnx-amp/memory_flag.h"
 
 namespace onnx_amp {
@@ -47,6 +49,7 @@ struct TrainOptions {
   std::string save_training_graph;
   int threads = 0;
   std::string max_memory;
+  DeviceFlags device;
 };
 
 Expected<LossScalerConfig> ScalerConfig(const TrainOptions& options, PolicyKind policy) {
@@ -122,6 +125,7 @@ std::filesystem::path UpdateGraphPath(const std::filesystem::path& path) {
 
 Status ExportModel(const onnx::ModelProto& original, Trainer& trainer, const std::string& path,
                    const std::string& policy_name) {
+  ONNX_AMP_RETURN_IF_ERROR(trainer.MoveStateToHost());
   ONNX_AMP_ASSIGN_OR_RETURN(onnx::ModelProto model, WithTrainedWeights(original, trainer.weights()));
   ONNX_AMP_ASSIGN_OR_RETURN(PolicyKind policy, ParsePolicyKind(policy_name));
   ONNX_AMP_ASSIGN_OR_RETURN(model, ConvertForPolicy(std::move(model), policy, ConvertTarget::kPortable));
@@ -167,7 +171,9 @@ Status Train(const TrainOptions& options) {
   ONNX_AMP_ASSIGN_OR_RETURN(const LossKind loss, ParseLossKind(options.loss));
   Expected<TrainingGraph> graph = TrainingGraphFor(model, policy, loss);
   if (!graph.ok()) return graph.status().WithContext(options.model);
-  ONNX_AMP_ASSIGN_OR_RETURN(const TrainerConfig config, MakeTrainerConfig(options, policy, plan.total_steps));
+  ONNX_AMP_ASSIGN_OR_RETURN(TrainerConfig config, MakeTrainerConfig(options, policy, plan.total_steps));
+  ONNX_AMP_ASSIGN_OR_RETURN(const std::unique_ptr<Device> device, OpenDevice(options.device));
+  config.device = device.get();
   ONNX_AMP_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(std::move(*graph), config));
   if (!options.save_training_graph.empty()) {
     ONNX_AMP_RETURN_IF_ERROR(SaveModel(trainer->graph().train_model, options.save_training_graph));
@@ -216,6 +222,7 @@ void AddTrainCommand(CLI::App& app, CommandRunner& runner) {
                       "update)");
   command->add_option("--threads", o->threads, "Worker threads (0: one per core)")->check(CLI::NonNegativeNumber);
   AddMaxMemoryFlag(*command, o->max_memory);
+  AddDeviceFlags(*command, o->device);
   runner.Bind(*command, [o] { return Train(*o); });
 }
 

@@ -1,0 +1,21 @@
+// Launchers of the data-movement CUDA kernels (tensor_cuda.cu): a strided copy of
+// elements of any width, the one body of Transpose, Concat and Expand on the GPU. The
+// glue is tensor_cuda.cc.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "runtime/core/status.h"
+#include "runtime/cuda/launch_env.h"
+
+namespace onnx_amp {
+
+// dst[i0, ..., ik] (dst_strides) = src[i0, ..., ik] (src_strides) over `shape`, elements of
+// `width` bytes (1, 2, 4 or 8); strides in elements, 0 repeats a source element.
+Status LaunchCudaStridedCopy(size_t width, const std::vector<int64_t>& shape, const void* src,
+                             const std::vector<int64_t>& src_strides, void* dst,
+                             const std::vector<int64_t>& dst_strides, const CudaLaunchEnv& env);
+
+}  // namespace onnx_amp
