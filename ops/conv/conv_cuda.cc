@@ -1,18 +1,15 @@
 // The conv family on the GPU: Conv (cuDNN, then the bias and a fused activation in one
 // pass), ConvGrad (cuDNN backward-data and backward-filter, the bias gradient as
-// per-channel sums), the pools and their gradients (conv_cuda.cu), and the global pools
-// as row reductions.
+// per-channel sums), the pools, their gradients and the global pools (conv_cuda.cu).
 #include <string>
 #include <vector>
 
+#include "ops/common/cuda_cast.h"
 #include "ops/conv/conv_cuda.h"
 #include "ops/conv/cudnn_conv.h"
 #include "ops/conv/window_geometry.h"
 #include "ops/cuda_kernels.h"
-#include "ops/elementwise/elementwise_cuda.h"
 #include "ops/kernel_registry.h"
-#include "ops/normalization/normalization_cuda.h"
-#include "ops/reduction/reduction_cuda.h"
 #include "runtime/core/onnx_domain.h"
 #include "runtime/cuda/cuda_kernel_support.h"
 
@@ -135,12 +132,13 @@ Status ConvGrad(KernelContext& context) {
     }
   }
   if (!Wanted(context, 2)) return Status::Ok();
-  const CudaBatchNormShape shape{dy->dim(0), dy->dim(1), dy->num_elements() / std::max<int64_t>(dy->dim(0) * dy->dim(1), 1)};
+  const int64_t planes = dy->dim(0) * dy->dim(1);
+  const CudaChannelShape shape{dy->dim(0), dy->dim(1), planes == 0 ? 0 : dy->num_elements() / planes};
   ONNX_AMP_ASSIGN_OR_RETURN(Tensor sums, Float32Scratch(context, shape.channels));
-  ONNX_AMP_ASSIGN_OR_RETURN(Tensor scratch, Float32Scratch(context, CudaBatchNormScratch(shape)));
+  ONNX_AMP_ASSIGN_OR_RETURN(Tensor scratch, Float32Scratch(context, CudaConvBiasGradScratch(shape)));
   const CudaLaunchEnv env = LaunchEnvOf(context);
   ONNX_AMP_RETURN_IF_ERROR(
-      LaunchCudaChannelSum(dy->dtype(), dy->raw_data(), shape, sums.data<float>(), scratch.data<float>(), env));
+      LaunchCudaConvBiasGrad(dy->dtype(), dy->raw_data(), shape, sums.data<float>(), scratch.data<float>(), env));
   ONNX_AMP_ASSIGN_OR_RETURN(Tensor * db, context.AllocateOutput(2, dy->dtype(), {shape.channels}));
   return LaunchCudaCast(DType::kFloat32, dy->dtype(), sums.raw_data(), db->raw_data(), shape.channels, env);
 }
@@ -193,8 +191,8 @@ Status PoolGrad(KernelContext& context, CudaPool kind) {
   return LaunchCudaCast(DType::kFloat32, dx->dtype(), sums.raw_data(), dx->raw_data(), dx->num_elements(), env);
 }
 
-// GlobalAveragePool / GlobalMaxPool: a row reduction over each (n, c) plane.
-Status GlobalPool(KernelContext& context, CudaReduce kind) {
+// GlobalAveragePool / GlobalMaxPool: one value per (n, c) plane.
+Status GlobalPool(KernelContext& context, CudaPool kind) {
   const Tensor* x = context.input(0);
   if (x == nullptr || x->rank() < 3) return context.Error(ErrorCode::kInvalidModel, "X must be [N, C, spatial...]");
   if (!IsFloat(x->dtype())) return context.UnsupportedDType(x->dtype());
@@ -202,10 +200,9 @@ Status GlobalPool(KernelContext& context, CudaReduce kind) {
   y_shape[0] = x->dim(0);
   y_shape[1] = x->dim(1);
   ONNX_AMP_ASSIGN_OR_RETURN(Tensor * y, context.AllocateOutput(0, x->dtype(), y_shape));
-  const CudaReduceShape shape{x->dim(0) * x->dim(1), x->num_elements() / std::max<int64_t>(y->num_elements(), 1), 1};
-  const CudaLaunchEnv env = LaunchEnvOf(context);
-  ONNX_AMP_ASSIGN_OR_RETURN(Tensor scratch, Float32Scratch(context, CudaReduceScratchFloats(shape, env.multiprocessors)));
-  return LaunchCudaReduce(kind, x->dtype(), x->raw_data(), y->raw_data(), shape, scratch.data<float>(), env);
+  const int64_t planes = x->dim(0) * x->dim(1);
+  return LaunchCudaGlobalPool(kind, x->dtype(), x->raw_data(), y->raw_data(), planes,
+                              planes == 0 ? 0 : x->num_elements() / planes, LaunchEnvOf(context));
 }
 
 }  // namespace
@@ -220,8 +217,8 @@ void RegisterConvCudaKernels(KernelRegistry& registry) {
   add("", "Conv", Conv, true);
   add("", "MaxPool", [](KernelContext& c) { return Pool(c, CudaPool::kMax); }, false);
   add("", "AveragePool", [](KernelContext& c) { return Pool(c, CudaPool::kAverage); }, false);
-  add("", "GlobalAveragePool", [](KernelContext& c) { return GlobalPool(c, CudaReduce::kMean); }, false);
-  add("", "GlobalMaxPool", [](KernelContext& c) { return GlobalPool(c, CudaReduce::kMax); }, false);
+  add("", "GlobalAveragePool", [](KernelContext& c) { return GlobalPool(c, CudaPool::kAverage); }, false);
+  add("", "GlobalMaxPool", [](KernelContext& c) { return GlobalPool(c, CudaPool::kMax); }, false);
   add(kOnnxAmpDomain, "ConvGrad", ConvGrad, false);
   add(kOnnxAmpDomain, "MaxPoolGrad", [](KernelContext& c) { return PoolGrad(c, CudaPool::kMax); }, false);
   add(kOnnxAmpDomain, "AveragePoolGrad", [](KernelContext& c) { return PoolGrad(c, CudaPool::kAverage); }, false);

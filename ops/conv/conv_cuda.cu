@@ -2,7 +2,9 @@
 
 #include <cmath>
 
-#include "ops/elementwise/elementwise_math.h"
+#include "ops/common/channel_sums.cuh"
+#include "ops/common/elementwise_math.h"
+#include "runtime/cuda/block_reduce.cuh"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/dtype_dispatch.cuh"
 #include "runtime/cuda/launch.h"
@@ -143,7 +145,55 @@ __global__ void BiasActivationKernel(T* y, const T* bias, int64_t channels, int6
   }
 }
 
+// One plane per warp (short planes) or block: the mean or the max of its values.
+template <bool kWarp, typename T>
+__global__ void GlobalPoolKernel(CudaPool kind, const T* x, T* y, int64_t planes, int64_t spatial) {
+  __shared__ float scratch[kWarpSize];
+  const int64_t plane = kWarp ? blockIdx.x * static_cast<int64_t>(blockDim.x / kWarpSize) + threadIdx.x / kWarpSize
+                              : static_cast<int64_t>(blockIdx.x);
+  const int lane = kWarp ? threadIdx.x % kWarpSize : threadIdx.x;
+  const int lanes = kWarp ? kWarpSize : blockDim.x;
+  if (kWarp && plane >= planes) return;
+  const T* in = x + plane * spatial;
+  float value = kind == CudaPool::kMax ? -INFINITY : 0.0f;
+  for (int64_t i = lane; i < spatial; i += lanes) {
+    const float v = LoadFloat(in, i);
+    value = kind == CudaPool::kMax ? MaxCombine{}(value, v) : value + v;
+  }
+  if (kind == CudaPool::kMax) value = kWarp ? WarpReduce(value, MaxCombine{}) : BlockReduce(value, MaxCombine{}, scratch);
+  else value = kWarp ? WarpReduce(value, SumCombine{}) : BlockReduce(value, SumCombine{}, scratch);
+  if (lane == 0) StoreFloat(y, plane, kind == CudaPool::kMax ? value : value / static_cast<float>(spatial));
+}
+
 }  // namespace
+
+Status LaunchCudaGlobalPool(CudaPool kind, DType dtype, const void* x, void* y, int64_t planes, int64_t spatial,
+                            const CudaLaunchEnv& env) {
+  if (planes == 0) return Status::Ok();
+  const RowLaunch launch = RowWiseLaunch(planes, spatial);
+  return DispatchCudaFloat(dtype, "global pool", [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    const auto* in = static_cast<const T*>(x);
+    auto* out = static_cast<T*>(y);
+    if (launch.warp_per_row) {
+      GlobalPoolKernel<true, T><<<launch.blocks, launch.threads, 0, env.stream>>>(kind, in, out, planes, spatial);
+    } else {
+      GlobalPoolKernel<false, T><<<launch.blocks, launch.threads, 0, env.stream>>>(kind, in, out, planes, spatial);
+    }
+    return CudaLaunchStatus("global pool");
+  });
+}
+
+int64_t CudaConvBiasGradScratch(const CudaChannelShape& shape) { return CudaChannelSumsScratch(shape); }
+
+Status LaunchCudaConvBiasGrad(DType dtype, const void* dy, const CudaChannelShape& shape, float* sums, float* scratch,
+                              const CudaLaunchEnv& env) {
+  if (shape.channels == 0) return Status::Ok();
+  return DispatchCudaFloat(dtype, "bias gradient", [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    return ChannelSums(shape, scratch, 1.0f, sums, nullptr, ValueTerm<T>{static_cast<const T*>(dy)}, env);
+  });
+}
 
 Status LaunchCudaPool(CudaPool kind, DType dtype, const void* x, void* y, int64_t* indices, bool column_major,
                       bool count_include_pad, const CudaWindow& window, const CudaLaunchEnv& env) {

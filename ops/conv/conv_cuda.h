@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "ops/common/channel_shape.h"
 #include "runtime/core/dtype.h"
 #include "runtime/core/status.h"
 #include "runtime/cuda/launch_env.h"
@@ -37,6 +38,17 @@ Status LaunchCudaPool(CudaPool kind, DType dtype, const void* x, void* y, int64_
 // window), accumulated into float32 `dx` (zeroed here; planes * in values).
 Status LaunchCudaPoolGrad(CudaPool kind, DType dtype, const void* dy, const void* x, float* dx,
                           bool count_include_pad, const CudaWindow& window, const CudaLaunchEnv& env);
+
+// GlobalAveragePool / GlobalMaxPool: y[plane] = mean / max of x's plane of `spatial`
+// values (NaN wins the max).
+Status LaunchCudaGlobalPool(CudaPool kind, DType dtype, const void* x, void* y, int64_t planes, int64_t spatial,
+                            const CudaLaunchEnv& env);
+
+// A convolution's bias gradient: sums[c] = sum of dY[n, c, p] in float32; `scratch`
+// holds CudaConvBiasGradScratch(shape) floats.
+int64_t CudaConvBiasGradScratch(const CudaChannelShape& shape);
+Status LaunchCudaConvBiasGrad(DType dtype, const void* dy, const CudaChannelShape& shape, float* sums, float* scratch,
+                              const CudaLaunchEnv& env);
 
 // y[n, c, p] = activation(y[n, c, p] + bias[c]) in place; bias (nullptr: none) of y's
 // dtype. activation: 0 none, 1 Relu, 2 LeakyRelu (alpha), 3 Clip (alpha, beta).

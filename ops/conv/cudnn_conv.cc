@@ -7,7 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ops/linalg/gemm_key.h"
+#include "ops/common/pointer_alignment.h"
 
 namespace onnx_amp {
 namespace {

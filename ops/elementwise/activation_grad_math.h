@@ -9,9 +9,10 @@
 
 namespace onnx_amp {
 
-// relu'(x) = 1 for x > 0, else 0
+// relu'(x) = 1 for x > 0, else 0; the same test at y = relu(x), which the gradient rule
+// passes (ops/elementwise/elementwise_grad.cc).
 struct ReluSlope {
-  ONNX_AMP_HD float operator()(float x) const { return x > 0.0f ? 1.0f : 0.0f; }
+  ONNX_AMP_HD float operator()(float v) const { return v > 0.0f ? 1.0f : 0.0f; }
 };
 // sigmoid' = y * (1 - y)
 struct SigmoidSlope {

@@ -7,17 +7,35 @@
 #include <vector>
 
 #include "ops/cuda_kernels.h"
+#include "ops/common/cuda_cast.h"
 #include "ops/elementwise/broadcast.h"
 #include "ops/elementwise/elementwise_cuda.h"
 #include "ops/elementwise/elementwise_kernel.h"
 #include "ops/kernel_registry.h"
 #include "ops/op_def.h"
-#include "ops/tensor/tensor_util.h"
 #include "runtime/core/onnx_domain.h"
 #include "runtime/cuda/cuda_kernel_support.h"
 
 namespace onnx_amp {
 namespace {
+
+Expected<CudaBroadcast> MakeCudaBroadcast(const std::vector<Shape>& shapes) {
+  ONNX_AMP_ASSIGN_OR_RETURN(const BroadcastPlan plan, MakeBroadcastPlan(shapes));
+  if (plan.dims.size() > static_cast<size_t>(kCudaMaxBroadcastRank)) {
+    return Unsupported("broadcasting over more than " + std::to_string(kCudaMaxBroadcastRank) +
+                       " merged dimensions on CUDA");
+  }
+  CudaBroadcast cuda;
+  cuda.rank = static_cast<int>(plan.dims.size());
+  cuda.total = plan.total;
+  cuda.contiguous = true;
+  for (const Shape& shape : shapes) cuda.contiguous &= shape == plan.output_shape;
+  for (int d = 0; d < cuda.rank; ++d) {
+    cuda.dims[d] = plan.dims[d];
+    for (size_t k = 0; k < shapes.size(); ++k) cuda.strides[k][d] = plan.strides[d][k];
+  }
+  return cuda;
+}
 
 Expected<CudaBroadcast> PlanCudaBroadcast(const KernelContext& context, std::span<const Shape> shapes) {
   Expected<CudaBroadcast> plan = MakeCudaBroadcast(std::vector<Shape>(shapes.begin(), shapes.end()));
@@ -67,6 +85,13 @@ Status IsInf(KernelContext& context) {
                                             .flag_b = context.attr_int("detect_positive", 1) != 0});
 }
 
+// A float32/float16/bfloat16 scalar on the host as float.
+float HostFloat(const Tensor& scalar) {
+  if (scalar.dtype() == DType::kFloat16) return scalar.data<Float16>()->ToFloat();
+  if (scalar.dtype() == DType::kBFloat16) return scalar.data<BFloat16>()->ToFloat();
+  return *scalar.data<float>();
+}
+
 // Clip's bounds: attributes before opset 11, optional scalar inputs (read on the host) from 11.
 Status Clip(KernelContext& context) {
   ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* x, RequiredInput(context, 0));
@@ -80,8 +105,8 @@ Status Clip(KernelContext& context) {
       const Tensor* bound = context.input(index);
       if (bound == nullptr) continue;
       if (bound->dtype() != x->dtype()) return context.Error(ErrorCode::kInvalidModel, "bounds must have the input's dtype");
-      ONNX_AMP_ASSIGN_OR_RETURN(const double value, ReadScalarAsDouble(context, *bound, "bound"));
-      (index == 1 ? params.alpha : params.beta) = static_cast<float>(value);
+      if (bound->num_elements() != 1) return context.Error(ErrorCode::kInvalidModel, "bounds must be scalars");
+      (index == 1 ? params.alpha : params.beta) = HostFloat(*bound);
     }
   }
   return Unary<CudaUnary::kClip>(context, params);
@@ -242,34 +267,6 @@ constexpr uint32_t kCastable = kNumeric | kBool | DTypeBit(DType::kFloat64) | DT
                                DTypeBit(DType::kUInt8);
 
 }  // namespace
-
-Expected<CudaBroadcast> MakeCudaBroadcast(const std::vector<Shape>& shapes) {
-  ONNX_AMP_ASSIGN_OR_RETURN(const BroadcastPlan plan, MakeBroadcastPlan(shapes));
-  if (plan.dims.size() > static_cast<size_t>(kCudaMaxBroadcastRank)) {
-    return Unsupported("broadcasting over more than " + std::to_string(kCudaMaxBroadcastRank) +
-                       " merged dimensions on CUDA");
-  }
-  CudaBroadcast cuda;
-  cuda.rank = static_cast<int>(plan.dims.size());
-  cuda.total = plan.total;
-  cuda.contiguous = true;
-  for (const Shape& shape : shapes) cuda.contiguous &= shape == plan.output_shape;
-  for (int d = 0; d < cuda.rank; ++d) {
-    cuda.dims[d] = plan.dims[d];
-    for (size_t k = 0; k < shapes.size(); ++k) cuda.strides[k][d] = plan.strides[d][k];
-  }
-  return cuda;
-}
-
-Status LaunchCudaBroadcastCopy(DType dtype, const Shape& from, const Shape& to, const void* src, void* dst,
-                               const CudaLaunchEnv& env) {
-  // Both operands are the source: x max x = x, written at every output position.
-  ONNX_AMP_ASSIGN_OR_RETURN(const CudaBroadcast plan, MakeCudaBroadcast({to, from, from}));
-  CudaBroadcast pair = plan;
-  for (int d = 0; d < pair.rank; ++d) pair.strides[0][d] = plan.strides[1][d];
-  pair.contiguous = from == to;
-  return LaunchCudaBinary(CudaBinary::kMax, dtype, pair, src, src, dst, env);
-}
 
 void RegisterElementwiseCudaKernels(KernelRegistry& registry) {
   struct Entry {

@@ -1,16 +1,14 @@
 // Launchers of the element-wise CUDA kernels (elementwise_cuda.cu): unary math and
-// activations, broadcasting binary ops and comparisons, the activation gradients,
-// Where and Cast. They take device pointers and queue on env.stream; the per-element
-// math is the CPU's (elementwise_math.h, activation_grad_math.h, cast_math.h), computed
+// activations, broadcasting binary ops and comparisons, the activation gradients and
+// Where (Cast: ops/common/cuda_cast.h). They take device pointers and queue on env.stream; the per-element
+// math is the CPU's (elementwise_math.h, activation_grad_math.h), computed
 // in float32 for float16/bfloat16/float32 and rounded once. The KernelContext side is
 // elementwise_cuda.cc.
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 #include "runtime/core/dtype.h"
-#include "runtime/core/tensor.h"
 #include "runtime/core/status.h"
 #include "runtime/cuda/launch_env.h"
 
@@ -56,13 +54,6 @@ struct CudaBroadcast {
   bool contiguous = false;  // every operand has the output's shape
 };
 
-// The iteration over `shapes` (up to 3 operands, broadcast together); Unsupported past
-// kCudaMaxBroadcastRank merged dimensions. Implemented in elementwise_cuda.cc.
-Expected<CudaBroadcast> MakeCudaBroadcast(const std::vector<Shape>& shapes);
-// dst (shape `to`) = src (shape `from`) broadcast, for float32/float16/bfloat16/int32/int64.
-Status LaunchCudaBroadcastCopy(DType dtype, const Shape& from, const Shape& to, const void* src, void* dst,
-                               const CudaLaunchEnv& env);
-
 // `dtype` is the operands' (float32/float16/bfloat16/int32/int64; bool for And/Or/Xor);
 // the output has it, or bool for comparisons.
 Status LaunchCudaBinary(CudaBinary op, DType dtype, const CudaBroadcast& plan, const void* a, const void* b,
@@ -71,10 +62,6 @@ Status LaunchCudaBinary(CudaBinary op, DType dtype, const CudaBroadcast& plan, c
 // out = cond ? x : y with broadcasting (operands: cond, x, y); `dtype` is x's.
 Status LaunchCudaWhere(DType dtype, const CudaBroadcast& plan, const bool* cond, const void* x, const void* y,
                        void* out, const CudaLaunchEnv& env);
-
-// Cast between float32, float16, bfloat16, float64, int8, uint8, int32, int64 and bool.
-bool CudaCastSupports(DType dtype);
-Status LaunchCudaCast(DType from, DType to, const void* x, void* y, int64_t count, const CudaLaunchEnv& env);
 
 // data[i] /= divisor in place (Mean), float dtypes.
 Status LaunchCudaDivide(DType dtype, void* data, int64_t count, float divisor, const CudaLaunchEnv& env);

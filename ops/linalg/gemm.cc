@@ -2,9 +2,9 @@
 // broadcast unidirectionally to [M, N]. Transposes are strides, not copies; beta * C
 // is formed in double and added by the matmul's sum post-op before the one rounding.
 // A constant B is kept packed from run to run; a fused activation applies to Y.
-#include "ops/linalg/float_compute.h"
+#include "ops/common/float_compute.h"
+#include "ops/common/matmul_problem.h"
 #include "ops/linalg/linalg_kernels.h"
-#include "ops/linalg/matmul_problem.h"
 
 namespace onnx_amp {
 namespace {

@@ -52,15 +52,6 @@ size_t GemmKeyHash::operator()(const GemmKey& key) const {
   return seed;
 }
 
-int CommonAlignment(std::initializer_list<const void*> pointers) {
-  uintptr_t bits = 0;
-  for (const void* pointer : pointers) bits |= reinterpret_cast<uintptr_t>(pointer);
-  for (int alignment : {16, 8, 4, 2}) {
-    if (bits % static_cast<uintptr_t>(alignment) == 0) return alignment;
-  }
-  return 1;
-}
-
 bool MeetsTensorCoreRules(const GemmKey& key, std::string* reason) {
   const auto fail = [&](std::string why) {
     if (reason != nullptr) *reason = std::move(why);

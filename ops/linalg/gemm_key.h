@@ -10,6 +10,7 @@
 #include <functional>
 #include <string>
 
+#include "ops/common/pointer_alignment.h"
 #include "runtime/core/dtype.h"
 
 namespace onnx_amp {
@@ -52,9 +53,6 @@ struct GemmKey {
 struct GemmKeyHash {
   size_t operator()(const GemmKey& key) const;
 };
-
-// The largest of 16, 8, 4, 2, 1 that divides every address.
-int CommonAlignment(std::initializer_list<const void*> pointers);
 
 // Whether the problem meets the Tensor Core rules for its operand dtype: m, n, k and the
 // leading dimensions multiples of 8 (16-bit) or 4 (TF32), pointers 16-byte aligned.

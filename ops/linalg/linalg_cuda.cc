@@ -6,12 +6,13 @@
 // each operand's batch matches the output's or is broadcast whole, and one GEMM per
 // batch index otherwise.
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "ops/common/cuda_activation.h"
+#include "ops/common/cuda_copy.h"
 #include "ops/cuda_kernels.h"
-#include "ops/elementwise/broadcast.h"
-#include "ops/elementwise/elementwise_cuda.h"
 #include "ops/kernel_registry.h"
 #include "ops/linalg/cublaslt_gemm.h"
 #include "runtime/cuda/cuda_kernel_support.h"
@@ -30,13 +31,27 @@ GemmEpilogue EpilogueFor(const FusedActivation& activation, bool bias) {
 
 // A fused LeakyRelu or Clip (or a Relu no epilogue took) applied to the output in place.
 Status ApplyActivationPass(const KernelContext& context, const FusedActivation& activation, Tensor& out) {
-  CudaUnary op = CudaUnary::kRelu;
-  if (activation.kind == FusedActivationKind::kLeakyRelu) op = CudaUnary::kLeakyRelu;
-  else if (activation.kind == FusedActivationKind::kClip) op = CudaUnary::kClip;
-  else if (activation.kind != FusedActivationKind::kRelu) return Status::Ok();
-  const CudaUnaryParams params{.alpha = activation.alpha, .beta = activation.beta};
-  return LaunchCudaUnary(op, params, out.dtype(), out.raw_data(), out.raw_data(), out.num_elements(),
-                         LaunchEnvOf(context));
+  CudaActivation kind = CudaActivation::kNone;
+  switch (activation.kind) {
+    case FusedActivationKind::kNone: kind = CudaActivation::kNone; break;
+    case FusedActivationKind::kRelu: kind = CudaActivation::kRelu; break;
+    case FusedActivationKind::kLeakyRelu: kind = CudaActivation::kLeakyRelu; break;
+    case FusedActivationKind::kClip: kind = CudaActivation::kClip; break;
+  }
+  return LaunchCudaActivation(kind, activation.alpha, activation.beta, out.dtype(), out.raw_data(),
+                              out.num_elements(), LaunchEnvOf(context));
+}
+
+// NumPy's broadcast of two shapes; nullopt when they do not broadcast.
+std::optional<Shape> BroadcastOf(const Shape& a, const Shape& b) {
+  Shape out(std::max(a.size(), b.size()), 1);
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int64_t x = i < out.size() - a.size() ? 1 : a[i - (out.size() - a.size())];
+    const int64_t y = i < out.size() - b.size() ? 1 : b[i - (out.size() - b.size())];
+    if (x != y && x != 1 && y != 1) return std::nullopt;
+    out[i] = x == 1 ? y : x;
+  }
+  return out;
 }
 
 Status Gemm(KernelContext& context) {
@@ -78,8 +93,8 @@ Status Gemm(KernelContext& context) {
   if (row_bias) {
     call.bias = const_cast<void*>(c->raw_data());
   } else if (c != nullptr && beta != 0.0f) {
-    Expected<Shape> broadcast = BroadcastShapes(std::vector<Shape>{{key.m, key.n}, c->shape()});
-    if (!broadcast.ok() || *broadcast != Shape{key.m, key.n}) {
+    const std::optional<Shape> broadcast = BroadcastOf({key.m, key.n}, c->shape());
+    if (!broadcast || *broadcast != Shape{key.m, key.n}) {
       return context.Error(ErrorCode::kInvalidModel, "C " + ShapeToString(c->shape()) + " does not broadcast to [" +
                                                          std::to_string(key.m) + "," + std::to_string(key.n) + "]");
     }
@@ -87,7 +102,7 @@ Status Gemm(KernelContext& context) {
     if (c->shape() == Shape{key.m, key.n}) {
       call.c = c->raw_data();
     } else {
-      ONNX_AMP_RETURN_IF_ERROR(LaunchCudaBroadcastCopy(c->dtype(), c->shape(), y->shape(), c->raw_data(),
+      ONNX_AMP_RETURN_IF_ERROR(LaunchCudaBroadcastCopy(DTypeSize(c->dtype()), c->shape(), y->shape(), c->raw_data(),
                                                        y->raw_data(), LaunchEnvOf(context)));
       call.c = y->raw_data();
     }
@@ -121,8 +136,11 @@ Expected<MatMulShapes> PlanMatMul(const KernelContext& context, const Tensor& a,
                                                        ShapeToString(b.shape()));
   }
   const Shape a_batch(s.a.begin(), s.a.end() - 2), b_batch(s.b.begin(), s.b.end() - 2);
-  Expected<Shape> batch = BroadcastShapes(std::vector<Shape>{a_batch, b_batch});
-  if (!batch.ok()) return context.Error(ErrorCode::kInvalidModel, batch.status().message());
+  const std::optional<Shape> batch = BroadcastOf(a_batch, b_batch);
+  if (!batch) {
+    return context.Error(ErrorCode::kInvalidModel, "batch dims of " + ShapeToString(a.shape()) + " and " +
+                                                       ShapeToString(b.shape()) + " do not broadcast");
+  }
   s.batch = *batch;
   s.out = s.batch;
   s.out.push_back(s.m);

@@ -2,7 +2,7 @@
 // ignore_index as in the CPU kernels (loss.cc, loss_grad.cc).
 #include <string>
 
-#include "ops/elementwise/elementwise_cuda.h"
+#include "ops/common/cuda_cast.h"
 #include "ops/kernel_registry.h"
 #include "ops/normalization/normalization_cuda.h"
 #include "runtime/core/onnx_domain.h"

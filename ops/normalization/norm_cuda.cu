@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/common/channel_sums.cuh"
 #include "runtime/cuda/block_reduce.cuh"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/dtype_dispatch.cuh"
@@ -130,58 +131,6 @@ __global__ void FoldPairsKernel(const float* partial, float* first, float* secon
   }
 }
 
-// ---- BatchNormalization: per-channel sums over [batch, spatial] ----
-
-int64_t ChannelSplits(const CudaBatchNormShape& s) {
-  return std::clamp<int64_t>(s.batch * s.spatial / 8192, 1, 64);
-}
-
-__device__ __forceinline__ int64_t ChannelElement(const CudaBatchNormShape& s, int64_t c, int64_t j) {
-  return ((j / s.spatial) * s.channels + c) * s.spatial + j % s.spatial;
-}
-
-// Two per-channel sums of term(element index, channel) over a slice of the channel's
-// batch * spatial elements: partial[(c * splits + split) * 2 + {0, 1}].
-template <typename Term>
-__global__ void ChannelSumsKernel(CudaBatchNormShape s, int64_t per_split, float* partial, Term term) {
-  __shared__ float scratch[kWarpSize];
-  const int64_t c = blockIdx.y;
-  const int64_t count = s.batch * s.spatial;
-  const int64_t begin = blockIdx.x * per_split;
-  const int64_t end = min(begin + per_split, count);
-  float a = 0.0f, b = 0.0f;
-  for (int64_t j = begin + threadIdx.x; j < end; j += blockDim.x) {
-    const float2 t = term(ChannelElement(s, c, j), c);
-    a += t.x;
-    b += t.y;
-  }
-  a = BlockReduce(a, SumCombine{}, scratch);
-  b = BlockReduce(b, SumCombine{}, scratch);
-  if (threadIdx.x == 0) {
-    partial[(c * gridDim.x + blockIdx.x) * 2] = a;
-    partial[(c * gridDim.x + blockIdx.x) * 2 + 1] = b;
-  }
-}
-
-// first[c] = sum of partial a / divisor, second[c] likewise (nullptr: skipped).
-__global__ void FinishChannelsKernel(const float* partial, int64_t splits, int64_t channels, float divisor,
-                                     float* first, float* second) {
-  ONNX_AMP_GRID_STRIDE_LOOP(c, channels) {
-    float a = 0.0f, b = 0.0f;
-    for (int64_t k = 0; k < splits; ++k) {
-      a += partial[(c * splits + k) * 2];
-      b += partial[(c * splits + k) * 2 + 1];
-    }
-    if (first != nullptr) first[c] = a / divisor;
-    if (second != nullptr) second[c] = b / divisor;
-  }
-}
-
-template <typename T>
-struct ValueTerm {
-  const T* x;
-  __device__ float2 operator()(int64_t i, int64_t) const { return make_float2(LoadFloat(x, i), 0.0f); }
-};
 template <typename T>
 struct SquaredDeviationTerm {
   const T* x;
@@ -204,26 +153,12 @@ struct ParameterGradTerm {
   }
 };
 
-template <typename Term>
-Status ChannelSums(const CudaBatchNormShape& s, float* partial, float divisor, float* first, float* second, Term term,
-                   const CudaLaunchEnv& env) {
-  const int64_t splits = ChannelSplits(s);
-  const int64_t per_split = (s.batch * s.spatial + splits - 1) / splits;
-  ChannelSumsKernel<<<dim3(static_cast<unsigned>(splits), static_cast<unsigned>(s.channels)), 256, 0, env.stream>>>(
-      s, per_split, partial, term);
-  ONNX_AMP_RETURN_IF_ERROR(CudaLaunchStatus("channel sums"));
-  const LaunchShape finish = ElementwiseLaunch(s.channels, env.multiprocessors);
-  FinishChannelsKernel<<<finish.blocks, finish.threads, 0, env.stream>>>(partial, splits, s.channels, divisor, first,
-                                                                          second);
-  return CudaLaunchStatus("channel sums (finish)");
-}
-
 __global__ void InverseStdKernel(const float* var, float* inv_std, int64_t channels, float epsilon) {
   ONNX_AMP_GRID_STRIDE_LOOP(c, channels) { inv_std[c] = 1.0f / sqrtf(var[c] + epsilon); }
 }
 
 template <typename T>
-__global__ void BatchNormApplyKernel(const T* x, T* y, CudaBatchNormShape s, const float* scale, const float* bias,
+__global__ void BatchNormApplyKernel(const T* x, T* y, CudaChannelShape s, const float* scale, const float* bias,
                                      const float* mean, const float* var, float epsilon) {
   const int64_t total = s.batch * s.channels * s.spatial;
   ONNX_AMP_GRID_STRIDE_LOOP(i, total) {
@@ -234,7 +169,7 @@ __global__ void BatchNormApplyKernel(const T* x, T* y, CudaBatchNormShape s, con
 }
 
 template <typename T>
-__global__ void BatchNormGradKernel(const T* dy, const T* x, T* dx, CudaBatchNormShape s, const float* scale,
+__global__ void BatchNormGradKernel(const T* dy, const T* x, T* dx, CudaChannelShape s, const float* scale,
                                     const float* mean, const float* inv_std, const float* dscale, const float* dbias,
                                     bool training) {
   const int64_t total = s.batch * s.channels * s.spatial;
@@ -312,11 +247,9 @@ Status LaunchCudaLayerNormGrad(DType dtype, const void* dy, const void* x, const
   });
 }
 
-int64_t CudaBatchNormScratch(const CudaBatchNormShape& shape) {
-  return shape.channels * (ChannelSplits(shape) * 2 + 1);
-}
+int64_t CudaBatchNormScratch(const CudaChannelShape& shape) { return CudaChannelSumsScratch(shape) + shape.channels; }
 
-Status LaunchCudaChannelStatistics(DType dtype, const void* x, const CudaBatchNormShape& shape, float* mean,
+Status LaunchCudaChannelStatistics(DType dtype, const void* x, const CudaChannelShape& shape, float* mean,
                                    float* var, float* scratch, const CudaLaunchEnv& env) {
   if (shape.channels == 0) return Status::Ok();
   const float count = static_cast<float>(shape.batch * shape.spatial);
@@ -328,16 +261,7 @@ Status LaunchCudaChannelStatistics(DType dtype, const void* x, const CudaBatchNo
   });
 }
 
-Status LaunchCudaChannelSum(DType dtype, const void* x, const CudaBatchNormShape& shape, float* out, float* scratch,
-                            const CudaLaunchEnv& env) {
-  if (shape.channels == 0) return Status::Ok();
-  return DispatchCudaFloat(dtype, "channel sum", [&](auto tag) -> Status {
-    using T = typename decltype(tag)::type;
-    return ChannelSums(shape, scratch, 1.0f, out, nullptr, ValueTerm<T>{static_cast<const T*>(x)}, env);
-  });
-}
-
-Status LaunchCudaBatchNormApply(DType dtype, const void* x, void* y, const CudaBatchNormShape& shape,
+Status LaunchCudaBatchNormApply(DType dtype, const void* x, void* y, const CudaChannelShape& shape,
                                 const float* scale, const float* bias, const float* mean, const float* var,
                                 float epsilon, const CudaLaunchEnv& env) {
   const int64_t total = shape.batch * shape.channels * shape.spatial;
@@ -360,11 +284,11 @@ Status LaunchCudaRunningUpdate(const float* running, const float* current, float
 }
 
 Status LaunchCudaBatchNormGrad(DType dtype, const void* dy, const void* x, const float* scale, const float* mean,
-                               const float* var, void* dx, float* dscale, float* dbias, const CudaBatchNormShape& shape,
+                               const float* var, void* dx, float* dscale, float* dbias, const CudaChannelShape& shape,
                                float epsilon, bool training, float* scratch, const CudaLaunchEnv& env) {
   const int64_t total = shape.batch * shape.channels * shape.spatial;
   if (shape.channels == 0) return Status::Ok();
-  float* inv_std = scratch + shape.channels * ChannelSplits(shape) * 2;
+  float* inv_std = scratch + CudaChannelSumsScratch(shape);
   const LaunchShape per_channel = ElementwiseLaunch(shape.channels, env.multiprocessors);
   InverseStdKernel<<<per_channel.blocks, per_channel.threads, 0, env.stream>>>(var, inv_std, shape.channels, epsilon);
   ONNX_AMP_RETURN_IF_ERROR(CudaLaunchStatus("BatchNormalizationGrad"));

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "ops/cuda_kernels.h"
-#include "ops/elementwise/elementwise_cuda.h"
+#include "ops/common/cuda_cast.h"
 #include "ops/kernel_registry.h"
 #include "ops/normalization/normalization_cuda.h"
 #include "runtime/core/onnx_domain.h"
@@ -176,9 +176,9 @@ Status LayerNormGrad(KernelContext& context) {
 
 // ---- BatchNormalization ----
 
-Expected<CudaBatchNormShape> BatchNormShape(const KernelContext& context, const Tensor& x) {
+Expected<CudaChannelShape> BatchNormShape(const KernelContext& context, const Tensor& x) {
   if (x.rank() < 2) return context.Error(ErrorCode::kInvalidModel, "X must be [N, C, ...]");
-  CudaBatchNormShape shape{x.dim(0), x.dim(1), 1};
+  CudaChannelShape shape{x.dim(0), x.dim(1), 1};
   for (int64_t i = 2; i < x.rank(); ++i) shape.spatial *= x.dim(i);
   return shape;
 }
@@ -195,7 +195,7 @@ Expected<Tensor> ChannelParameter(const KernelContext& context, int index, int64
 
 Status BatchNorm(KernelContext& context) {
   ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* x, FloatTensor(context, 0));
-  ONNX_AMP_ASSIGN_OR_RETURN(const CudaBatchNormShape shape, BatchNormShape(context, *x));
+  ONNX_AMP_ASSIGN_OR_RETURN(const CudaChannelShape shape, BatchNormShape(context, *x));
   // Before opset 14 there is no training_mode; extra outputs then meant training.
   const bool training = context.opset() >= 14 ? context.attr_int("training_mode", 0) != 0 : context.num_outputs() > 1;
   const CudaLaunchEnv env = LaunchEnvOf(context);
@@ -239,7 +239,7 @@ Status BatchNormGrad(KernelContext& context) {
   if (dy->shape() != x->shape() || dy->dtype() != x->dtype()) {
     return context.Error(ErrorCode::kInvalidModel, "X must be [N, C, ...] with dY of the same shape");
   }
-  ONNX_AMP_ASSIGN_OR_RETURN(const CudaBatchNormShape shape, BatchNormShape(context, *x));
+  ONNX_AMP_ASSIGN_OR_RETURN(const CudaChannelShape shape, BatchNormShape(context, *x));
   const int64_t c = shape.channels;
   const bool training = context.attr_int("training_mode", 0) != 0;
   const float epsilon = context.attr_float("epsilon", 1e-5f);

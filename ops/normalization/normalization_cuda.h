@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "ops/common/channel_shape.h"
 #include "runtime/core/dtype.h"
 #include "runtime/core/status.h"
 #include "runtime/cuda/launch_env.h"
@@ -44,25 +45,16 @@ Status LaunchCudaLayerNormGrad(DType dtype, const void* dy, const void* x, const
                                const float* inv_std, void* dx, float* dscale, float* dbias, int64_t rows, int64_t cols,
                                float* scratch, const CudaLaunchEnv& env);
 
-// X as [batch, channels, spatial]. Statistics per channel in float32.
-struct CudaBatchNormShape {
-  int64_t batch = 1;
-  int64_t channels = 1;
-  int64_t spatial = 1;
-};
+// X as [batch, channels, spatial]; statistics per channel in float32.
 // Float32 scratch the per-channel sums need.
-int64_t CudaBatchNormScratch(const CudaBatchNormShape& shape);
+int64_t CudaBatchNormScratch(const CudaChannelShape& shape);
 // The batch's mean and biased variance per channel (float32 outputs, `channels` each).
-Status LaunchCudaChannelStatistics(DType dtype, const void* x, const CudaBatchNormShape& shape, float* mean,
+Status LaunchCudaChannelStatistics(DType dtype, const void* x, const CudaChannelShape& shape, float* mean,
                                    float* var, float* scratch, const CudaLaunchEnv& env);
 // Y = (X - mean) * scale / sqrt(var + epsilon) + bias, float32 per-channel parameters.
-Status LaunchCudaBatchNormApply(DType dtype, const void* x, void* y, const CudaBatchNormShape& shape,
+Status LaunchCudaBatchNormApply(DType dtype, const void* x, void* y, const CudaChannelShape& shape,
                                 const float* scale, const float* bias, const float* mean, const float* var,
                                 float epsilon, const CudaLaunchEnv& env);
-// out[c] = sum over batch and spatial of x[n, c, p] in float32 (a convolution's bias
-// gradient); `scratch` holds CudaBatchNormScratch(shape) floats.
-Status LaunchCudaChannelSum(DType dtype, const void* x, const CudaBatchNormShape& shape, float* out, float* scratch,
-                            const CudaLaunchEnv& env);
 // running = running * momentum + current * (1 - momentum), float32, `count` values.
 Status LaunchCudaRunningUpdate(const float* running, const float* current, float* out, int64_t count,
                                float momentum, const CudaLaunchEnv& env);
@@ -70,7 +62,7 @@ Status LaunchCudaRunningUpdate(const float* running, const float* current, float
 // per-channel scale, mean and var (the batch's in training mode, which also subtracts
 // the statistics' own gradient).
 Status LaunchCudaBatchNormGrad(DType dtype, const void* dy, const void* x, const float* scale, const float* mean,
-                               const float* var, void* dx, float* dscale, float* dbias, const CudaBatchNormShape& shape,
+                               const float* var, void* dx, float* dscale, float* dbias, const CudaChannelShape& shape,
                                float epsilon, bool training, float* scratch, const CudaLaunchEnv& env);
 
 // Sparse losses over scores [N, C, d...] ([batch, classes, spatial]) and labels (int32

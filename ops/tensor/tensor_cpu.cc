@@ -3,6 +3,7 @@
 #include "ops/kernel_registry.h"
 #include "ops/op_def.h"
 #include "ops/tensor/tensor_kernels.h"
+#include "runtime/core/onnx_domain.h"
 
 namespace onnx_amp {
 
@@ -53,6 +54,7 @@ void RegisterTensorCpuKernels(KernelRegistry& registry) {
     if (entry.op_type == "Shape" || entry.op_type == "Size") def.metadata_inputs = InputBit(0);
     registry.Register(def);
   }
+  registry.Register({kOnnxAmpDomain, "GatherGrad", DeviceKind::kCpu, &GatherGradKernel});
 }
 
 }  // namespace onnx_amp

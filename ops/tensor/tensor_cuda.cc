@@ -1,23 +1,29 @@
 // The shape and data-movement family on the GPU. Reshape, Flatten, Squeeze, Unsqueeze
-// and Identity are views: their CPU kernels read only shapes (the shape and axes inputs
-// stay on the host) and hand the input's device buffer on, so they serve as the CUDA
-// kernels too. Transpose, Concat and Expand are strided copies (tensor_cuda.cu), with
-// the CPU kernels' shape rules.
+// and Identity are views: the CPU kernels of the first four read only shapes (the shape
+// and axes inputs stay on the host) and hand the input's device buffer on, so they serve
+// as the CUDA kernels too. Transpose, Concat and Expand are strided copies
+// (ops/common/cuda_copy.h), with the CPU kernels' shape rules.
 #include <numeric>
 #include <string>
 #include <vector>
 
-#include "ops/controlflow/controlflow_kernels.h"
+#include "ops/common/cuda_copy.h"
 #include "ops/cuda_kernels.h"
 #include "ops/kernel_registry.h"
 #include "ops/op_def.h"
-#include "ops/tensor/tensor_cuda.h"
 #include "ops/tensor/tensor_kernels.h"
 #include "ops/tensor/tensor_util.h"
 #include "runtime/cuda/cuda_kernel_support.h"
 
 namespace onnx_amp {
 namespace {
+
+// The output is the input (a view, as the CPU's Identity).
+Status Identity(KernelContext& context) {
+  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* input, RequiredInput(context, 0));
+  context.SetOutput(0, *input);
+  return Status::Ok();
+}
 
 Status Transpose(KernelContext& context) {
   ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* data, RequiredInput(context, 0));
@@ -121,7 +127,7 @@ void RegisterTensorCudaKernels(KernelRegistry& registry) {
       {"Flatten", FlattenKernel, 0},
       {"Squeeze", SqueezeKernel, InputBit(1)},
       {"Unsqueeze", UnsqueezeKernel, InputBit(1)},
-      {"Identity", IdentityCpu, 0},
+      {"Identity", Identity, 0},
       {"Transpose", Transpose, 0},
       {"Concat", Concat, 0},
       {"Expand", Expand, InputBit(1)},

@@ -13,8 +13,8 @@
 #include "ops/training/update_cuda.h"
 #include "runtime/core/onnx_domain.h"
 #include "runtime/cuda/cuda_kernel_support.h"
-#include "runtime/train/gradient_math.h"
-#include "runtime/train/optimizer_math.h"
+#include "ops/training/gradient_math.h"
+#include "ops/training/optimizer_math.h"
 
 namespace onnx_amp {
 namespace {

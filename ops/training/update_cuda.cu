@@ -6,8 +6,8 @@
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/device_numeric.cuh"
 #include "runtime/cuda/launch.h"
-#include "runtime/train/gradient_math.h"
-#include "runtime/train/optimizer_math.h"
+#include "ops/training/gradient_math.h"
+#include "ops/training/optimizer_math.h"
 
 namespace onnx_amp {
 namespace {

@@ -3,7 +3,7 @@
 // found-inf flag and first non-finite index, no host synchronisation), the multi-tensor
 // scaling of global-norm clipping with its norm summed on the device, and the optimizer
 // updates, which read the skip flag on the device and then hand weight and slots back
-// unchanged. Per-element math: runtime/train/gradient_math.h, optimizer_math.h, shared
+// unchanged. Per-element math: ops/training/gradient_math.h, optimizer_math.h, shared
 // with the CPU kernels. The glue is update_cuda.cc.
 #pragma once
 

@@ -13,11 +13,11 @@
 
 #include "ops/cuda_kernels.h"
 #include "ops/kernel_registry.h"
-#include "ops/training/training_schemas.h"
+#include "ops/onnx_amp_schemas.h"
 #include "runtime/core/onnx_domain.h"
 #include "runtime/cuda/cuda_context.h"
 #include "runtime/cuda/cuda_device.h"
-#include "runtime/exec/executor.h"
+#include "runtime/executor/executor.h"
 #include "tests/cuda/op_cases.h"
 #include "tests/ops/single_node_harness.h"
 
@@ -162,7 +162,7 @@ std::vector<CaseParam> AllParams() {
 class CudaOpTest : public ::testing::TestWithParam<CaseParam> {
  protected:
   void SetUp() override {
-    RegisterTrainingOpSchemas();
+    RegisterOnnxAmpOpSchemas();
     if (SharedDevice() == nullptr) GTEST_SKIP() << "no CUDA device is visible";
   }
 };

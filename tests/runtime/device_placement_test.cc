@@ -10,7 +10,7 @@
 
 #include "ops/cpu_kernels.h"
 #include "ops/op_def.h"
-#include "runtime/exec/executor.h"
+#include "runtime/executor/executor.h"
 #include "tests/runtime/host_backed_device.h"
 #include "tests/runtime/test_graphs.h"
 

@@ -1,0 +1,77 @@
+#include "ops/common/float_compute.h"
+
+#include <cstring>
+
+#include "runtime/core/convert.h"
+
+namespace onnx_amp {
+
+std::vector<float> ToFloat32(const Tensor& tensor) {
+  const size_t count = static_cast<size_t>(tensor.num_elements());
+  std::vector<float> values(count);
+  if (count == 0) return values;
+  if (tensor.dtype() == DType::kFloat32) {
+    std::memcpy(values.data(), tensor.data<float>(), count * sizeof(float));
+  } else if (tensor.dtype() == DType::kFloat16) {
+    ConvertHalfToFloat(tensor.data<uint16_t>(), values.data(), count);
+  } else {
+    ONNX_AMP_ASSERT(tensor.dtype() == DType::kBFloat16, "ToFloat32 takes float32, float16 or bfloat16");
+    ConvertBFloat16ToFloat(tensor.data<uint16_t>(), values.data(), count);
+  }
+  return values;
+}
+
+void StoreFromFloat32(const float* values, Tensor& out) { StoreFromFloat32Range(values, out, 0, out.num_elements()); }
+
+void StoreFromFloat32Range(const float* values, Tensor& out, int64_t begin, int64_t end) {
+  const size_t count = static_cast<size_t>(end - begin);
+  if (count == 0) return;
+  if (out.dtype() == DType::kFloat32) {
+    if (out.data<float>() != values) std::memcpy(out.data<float>() + begin, values + begin, count * sizeof(float));
+  } else if (out.dtype() == DType::kFloat16) {
+    ConvertFloatToHalf(values + begin, out.data<uint16_t>() + begin, count);
+  } else {
+    ONNX_AMP_ASSERT(out.dtype() == DType::kBFloat16, "StoreFromFloat32 takes float32, float16 or bfloat16");
+    ConvertFloatToBFloat16(values + begin, out.data<uint16_t>() + begin, count);
+  }
+}
+
+Expected<const Tensor*> FloatInput(const KernelContext& context, int index) {
+  const Tensor* tensor = context.input(index);
+  if (tensor == nullptr) {
+    return context.Error(ErrorCode::kInvalidModel, "input " + std::to_string(index) + " is missing");
+  }
+  switch (tensor->dtype()) {
+    case DType::kFloat32:
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      return tensor;
+    case DType::kUndefined:
+    case DType::kUInt8:
+    case DType::kInt8:
+    case DType::kUInt16:
+    case DType::kInt16:
+    case DType::kInt32:
+    case DType::kInt64:
+    case DType::kString:
+    case DType::kBool:
+    case DType::kFloat64:
+    case DType::kUInt32:
+    case DType::kUInt64:
+    case DType::kComplex64:
+    case DType::kComplex128:
+      return context.UnsupportedDType(tensor->dtype());
+  }
+  return context.UnsupportedDType(tensor->dtype());
+}
+
+Status WriteOutput(KernelContext& context, int index, DType dtype, const Shape& shape,
+                   const std::vector<float>& values) {
+  if (index >= context.num_outputs() || !context.output_used(index)) return Status::Ok();
+  ONNX_AMP_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(index, dtype, shape));
+  ONNX_AMP_ASSERT(static_cast<int64_t>(values.size()) == out->num_elements(), "gradient size mismatch");
+  StoreFromFloat32(values.data(), *out);
+  return Status::Ok();
+}
+
+}  // namespace onnx_amp

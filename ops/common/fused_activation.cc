@@ -1,0 +1,107 @@
+#include "ops/common/fused_activation.h"
+
+#include <bit>
+
+#include "ops/common/elementwise_math.h"
+#include "ops/common/float_compute.h"
+#include "runtime/exec/thread_pool.h"
+
+namespace onnx_amp {
+namespace {
+
+// Elements per parallel chunk: large enough to amortise the dispatch, small enough to
+// stay in L2 between the rounding and the activation.
+constexpr int64_t kChunk = 16384;
+
+// Calls fn(op) with the element-wise functor of the activation (kind kNone: none).
+template <typename Fn>
+void WithActivationOp(const FusedActivation& activation, Fn&& fn) {
+  switch (activation.kind) {
+    case FusedActivationKind::kNone: return;
+    case FusedActivationKind::kRelu: return fn(ReluOp{});
+    case FusedActivationKind::kLeakyRelu: return fn(LeakyReluOp{activation.alpha});
+    case FusedActivationKind::kClip:
+      return fn([lo = activation.alpha, hi = activation.beta](auto x) {
+        using C = decltype(x);
+        return ClipOp{}(x, static_cast<C>(lo), static_cast<C>(hi));
+      });
+  }
+}
+
+template <typename T, typename Op>
+void MapRange(T* data, int64_t begin, int64_t end, const Op& op) {
+  for (int64_t i = begin; i < end; ++i) data[i] = StoreValue<T>(op(LoadValue(data[i])));
+}
+
+// Applies the activation to out[begin, end).
+void ApplyRange(const FusedActivation& activation, Tensor& out, int64_t begin, int64_t end) {
+  WithActivationOp(activation, [&](const auto& op) {
+    switch (out.dtype()) {
+      case DType::kFloat32: return MapRange(out.data<float>(), begin, end, op);
+      case DType::kFloat64: return MapRange(out.data<double>(), begin, end, op);
+      case DType::kFloat16: return MapRange(out.data<Float16>(), begin, end, op);
+      case DType::kBFloat16: return MapRange(out.data<BFloat16>(), begin, end, op);
+      case DType::kUndefined:
+      case DType::kUInt8:
+      case DType::kInt8:
+      case DType::kUInt16:
+      case DType::kInt16:
+      case DType::kInt32:
+      case DType::kInt64:
+      case DType::kString:
+      case DType::kBool:
+      case DType::kUInt32:
+      case DType::kUInt64:
+      case DType::kComplex64:
+      case DType::kComplex128:
+        break;
+    }
+    ONNX_AMP_ASSERT(false, "fused activations take floating outputs");
+  });
+}
+
+}  // namespace
+
+std::string ActivationKey(const FusedActivation& activation) {
+  switch (activation.kind) {
+    case FusedActivationKind::kNone: return "";
+    case FusedActivationKind::kRelu: return "/relu";
+    case FusedActivationKind::kLeakyRelu:
+      return "/leaky" + std::to_string(std::bit_cast<uint32_t>(activation.alpha));
+    case FusedActivationKind::kClip:
+      return "/clip" + std::to_string(std::bit_cast<uint32_t>(activation.alpha)) + ":" +
+             std::to_string(std::bit_cast<uint32_t>(activation.beta));
+  }
+  return "";
+}
+
+FusedActivation ExactPostOp(const FusedActivation& activation) {
+  const bool exact = activation.kind == FusedActivationKind::kLeakyRelu && activation.alpha > 0.0f;
+  return exact ? activation : FusedActivation{};
+}
+
+void AppendActivationPostOp(const FusedActivation& activation, dnnl::post_ops& ops) {
+  switch (activation.kind) {
+    case FusedActivationKind::kNone: return;
+    case FusedActivationKind::kRelu: return ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    case FusedActivationKind::kLeakyRelu:
+      return ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, activation.alpha, 0.0f);
+    case FusedActivationKind::kClip:
+      return ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_clip_v2, activation.alpha, activation.beta);
+  }
+}
+
+void ApplyActivation(const FusedActivation& activation, Tensor& out, ThreadPool& threads) {
+  if (activation.kind == FusedActivationKind::kNone) return;
+  threads.ParallelFor(out.num_elements(), kChunk,
+                      [&](int64_t begin, int64_t end) { ApplyRange(activation, out, begin, end); });
+}
+
+void StoreWithActivation(const float* values, Tensor& out, const FusedActivation& activation, ThreadPool& threads) {
+  threads.ParallelFor(out.num_elements(), kChunk, [&](int64_t begin, int64_t end) {
+    StoreFromFloat32Range(values, out, begin, end);
+    ApplyRange(activation, out, begin, end);
+  });
+}
+
+}  // namespace onnx_amp

@@ -1,0 +1,38 @@
+// The activation the execution plan folds into a Conv/Gemm/MatMul node; the fused node
+// changes no number. A float16/bfloat16 output is rounded first and the activation then
+// runs on the rounded values with the separate kernel's own math
+// (ops/common/elementwise_math.h), as the two unfused nodes compute. A float32
+// output gets a oneDNN eltwise post-op where oneDNN computes exactly that (ExactPostOp),
+// and the same element-wise pass over the stored output otherwise.
+#pragma once
+
+#include <string>
+
+#include <dnnl.hpp>
+
+#include "runtime/core/tensor.h"
+#include "runtime/exec/kernel.h"
+
+namespace onnx_amp {
+
+// A fragment for primitive cache keys ("" for none).
+std::string ActivationKey(const FusedActivation& activation);
+
+// The part of `activation` oneDNN applies to a float32 output exactly as the separate
+// node does: LeakyRelu with a positive slope (it keeps NaN and signed zeros). oneDNN's
+// relu and clip turn NaN into a bound and -0 into +0, where Relu and Clip keep them,
+// so for those this is kNone and the kernel calls ApplyActivation after the primitive.
+FusedActivation ExactPostOp(const FusedActivation& activation);
+
+// Appends the activation as an eltwise post-op (nothing for kNone).
+void AppendActivationPostOp(const FusedActivation& activation, dnnl::post_ops& ops);
+
+// Applies the activation in place to every element of a float32, float64, float16 or
+// bfloat16 tensor.
+void ApplyActivation(const FusedActivation& activation, Tensor& out, ThreadPool& threads);
+
+// Rounds float32 values once into `out` (float32, float16 or bfloat16) and applies the
+// activation to the rounded values, block by block while they are in cache.
+void StoreWithActivation(const float* values, Tensor& out, const FusedActivation& activation, ThreadPool& threads);
+
+}  // namespace onnx_amp

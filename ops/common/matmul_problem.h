@@ -1,0 +1,56 @@
+// One batched matrix product C = alpha * A @ B (+ C), the core of MatMul, Gemm and
+// Einsum. Operands are described by dims and element strides (so transposes and
+// broadcast views need no copy); batch dims of A and B are equal or 1 (broadcast).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <dnnl.hpp>
+
+#include "ops/common/onednn_utils.h"
+#include "runtime/core/status.h"
+#include "runtime/core/tensor.h"
+#include "runtime/exec/kernel.h"
+
+namespace onnx_amp {
+
+struct MatMulProblem {
+  // Same rank r >= 2 for all three: [batch..., M, K], [batch..., K, N], [batch..., M, N].
+  dnnl::memory::dims a_dims, a_strides;
+  dnnl::memory::dims b_dims, b_strides;
+  dnnl::memory::dims c_dims;  // C is dense row-major
+  float alpha = 1.0f;
+  bool accumulate = false;  // add the product to C's current contents
+  FusedActivation activation;  // applied to the output (ComputeMatMul only)
+  // B's node-level cache when B is constant (MatMul/Gemm weights); ComputeMatMul keeps
+  // B there in the primitive's preferred layout.
+  dnn::PackedWeights* packed_b = nullptr;
+};
+
+// Dense row-major element strides for dims.
+dnnl::memory::dims DenseStrides(const dnnl::memory::dims& dims);
+
+// Runs the problem through oneDNN with float32 accumulation and a float32 C. Operands
+// are float32 or bfloat16 (`operand_type`). Returns Unsupported when oneDNN has no
+// optimised implementation for bfloat16 operands on this CPU (callers then convert
+// the operands to float32, which is exact, and call again).
+Status RunDnnlMatMul(const MatMulProblem& problem, dnnl::memory::data_type operand_type,
+                     const void* a, const void* b, float* c);
+// The same with B from `b` (plain with problem.b_strides, or packed) and `post_op`
+// applied to C by oneDNN.
+Status RunDnnlMatMul(const MatMulProblem& problem, dnnl::memory::data_type operand_type, const void* a,
+                     const dnn::WeightsSource& b, const FusedActivation& post_op, float* c);
+
+// The same product as a plain loop in double (float64 tensors).
+void ReferenceMatMul(const MatMulProblem& problem, const double* a, const double* b, double* c);
+
+// Computes the problem on tensors of one floating dtype into `out` (allocated, same
+// dtype, problem.c_dims elements): out = act(round(alpha * A @ B + addend)), with addend
+// (problem.c_dims elements) used when problem.accumulate and act the fused activation.
+// float16/bfloat16 operands accumulate in float32 and are rounded once; float64 runs
+// the reference loop.
+Status ComputeMatMul(KernelContext& context, const MatMulProblem& problem, const Tensor& a,
+                     const Tensor& b, Tensor& out, const std::vector<double>& addend);
+
+}  // namespace onnx_amp

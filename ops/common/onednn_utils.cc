@@ -1,0 +1,138 @@
+#include "ops/common/onednn_utils.h"
+
+#include <mutex>
+#include <string_view>
+#include <vector>
+
+namespace onnx_amp::dnn {
+namespace {
+
+// Enough for every distinct GEMM/conv problem of a large model; beyond it the map is
+// cleared rather than grown without bound (shapes that change every call).
+constexpr size_t kMaxCachedPrimitives = 1024;
+// Packed copies of one node's weights (one per input shape seen); beyond it they are
+// dropped and rebuilt on demand.
+constexpr size_t kMaxPackedPerNode = 8;
+
+}  // namespace
+
+const dnnl::engine& CpuEngine() {
+  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+dnnl::stream& ThreadStream() {
+  thread_local dnnl::stream stream(CpuEngine());
+  return stream;
+}
+
+dnnl::memory::desc PlainDesc(const dnnl::memory::dims& dims, dnnl::memory::data_type type) {
+  dnnl::memory::dims strides(dims.size(), 1);
+  for (int i = static_cast<int>(dims.size()) - 2; i >= 0; --i) strides[i] = strides[i + 1] * dims[i + 1];
+  return dnnl::memory::desc(dims, type, strides);
+}
+
+void PrepareAttr(dnnl::primitive_attr& attr) { attr.set_scratchpad_mode(dnnl::scratchpad_mode::user); }
+
+Expected<std::optional<Primitive>> CachedPrimitive(const std::string& key,
+                                                   const std::function<std::optional<Primitive>()>& make) {
+  static std::mutex mutex;
+  static std::unordered_map<std::string, std::optional<Primitive>> cache;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  std::optional<Primitive> primitive;
+  try {
+    primitive = make();
+  } catch (const dnnl::error& e) {
+    return Unsupported(std::string("oneDNN cannot build the primitive for ") + key + ": " + e.what());
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  if (cache.size() >= kMaxCachedPrimitives) cache.clear();
+  cache.emplace(key, primitive);
+  return primitive;
+}
+
+bool IsOptimized(const dnnl::primitive_desc_base& primitive_desc) {
+  return std::string_view(primitive_desc.impl_info_str()).substr(0, 3) != "ref";
+}
+
+Status Execute(const Primitive& primitive,
+               const std::unordered_map<int, std::pair<dnnl::memory::desc, const void*>>& args) {
+  thread_local std::vector<char> scratchpad;
+  try {
+    const dnnl::engine& engine = CpuEngine();
+    std::unordered_map<int, dnnl::memory> memories;
+    for (const auto& [arg, memory] : args) {
+      // oneDNN takes non-const handles; inputs are only read.
+      memories.emplace(arg, dnnl::memory(memory.first, engine, const_cast<void*>(memory.second)));
+    }
+    if (primitive.scratchpad_bytes > 0) {
+      if (scratchpad.size() < primitive.scratchpad_bytes) scratchpad.resize(primitive.scratchpad_bytes);
+      const dnnl::memory::desc scratch_md({static_cast<dnnl::memory::dim>(primitive.scratchpad_bytes)},
+                                          dnnl::memory::data_type::u8, dnnl::memory::format_tag::a);
+      memories.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratch_md, engine, scratchpad.data()));
+    }
+    dnnl::stream& stream = ThreadStream();
+    primitive.primitive.execute(stream, memories);
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    return InternalError(std::string("oneDNN execution failed: ") + e.what());
+  }
+  return Status::Ok();
+}
+
+dnnl::memory PackedWeights::Find(const std::string& key, const void* identity) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = entries_.find(key);
+  return it != entries_.end() && it->second.identity == identity ? it->second.packed : dnnl::memory();
+}
+
+void PackedWeights::Store(const std::string& key, const void* identity, dnnl::memory packed) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (entries_.size() >= kMaxPackedPerNode && !entries_.count(key)) entries_.clear();
+  entries_[key] = Entry{identity, std::move(packed)};
+}
+
+PackedWeights* PackedWeightsOf(KernelContext& context, int index) {
+  if (!context.input_is_constant(index)) return nullptr;
+  std::unique_ptr<KernelState>* state = context.state();
+  if (state == nullptr) return nullptr;
+  if (!*state) *state = std::make_unique<PackedWeights>();
+  // A node's state is only ever made by its own kernel; Conv, Gemm and MatMul make this one.
+  return dynamic_cast<PackedWeights*>(state->get());
+}
+
+Expected<std::pair<dnnl::memory::desc, const void*>> ResolveWeights(const Primitive& primitive, const std::string& key,
+                                                                    const dnnl::memory::desc& plain_md,
+                                                                    const WeightsSource& source) {
+  if (source.packed == nullptr) return std::make_pair(plain_md, source.plain());
+  dnnl::memory packed = source.packed->Find(key, source.identity);
+  if (!packed) {
+    try {
+      const dnnl::engine& engine = CpuEngine();
+      packed = dnnl::memory(primitive.weights_md, engine);
+      dnnl::memory plain(plain_md, engine, const_cast<void*>(source.plain()));
+      dnnl::stream& stream = ThreadStream();
+      dnnl::reorder(plain, packed).execute(stream, plain, packed);
+      stream.wait();
+    } catch (const dnnl::error& e) {
+      return InternalError(std::string("oneDNN cannot reorder the weights for ") + key + ": " + e.what());
+    }
+    source.packed->Store(key, source.identity, packed);
+  }
+  return std::make_pair(primitive.weights_md, static_cast<const void*>(packed.get_data_handle()));
+}
+
+std::string DimsKey(const dnnl::memory::dims& dims) {
+  std::string key;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) key += 'x';
+    key += std::to_string(dims[i]);
+  }
+  return key;
+}
+
+}  // namespace onnx_amp::dnn
