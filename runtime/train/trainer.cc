@@ -171,13 +171,22 @@ Expected<StepResult> Trainer::Step(std::span<const Batch> micro_batches, const s
     }
   }
   if (accumulate) gradients = sums_;
-  const int64_t micro_count = static_cast<int64_t>(micro_batches.size());
-  if (accumulate) {
+  int64_t micro_count = static_cast<int64_t>(micro_batches.size());
+  if (sync_ != nullptr) {  // the update sees the sum over every rank's micro-batches (host tensors)
+    if (!accumulate) {
+      ONNX_AMP_ASSIGN_OR_RETURN(const Tensor loss, OnHost(loss_value));
+      loss_sum = *loss.data<float>();
+    }
+    ONNX_AMP_RETURN_IF_ERROR(sync_->SumGradients(gradients, loss_sum, scaler_.state().steps + 1));
+    micro_count *= sync_->ranks();
+  }
+  const bool loss_on_host = accumulate || sync_ != nullptr;
+  if (loss_on_host) {
     result.loss = static_cast<float>(loss_sum / static_cast<double>(micro_count));
     loss_value = Scalar(result.loss);
   }
   ONNX_AMP_RETURN_IF_ERROR(Update(std::move(gradients), micro_count, loss_value, result, while_queued));
-  if (!accumulate) {
+  if (!loss_on_host) {
     ONNX_AMP_ASSIGN_OR_RETURN(const Tensor loss, OnHost(loss_value));
     result.loss = *loss.data<float>();
   }
@@ -207,8 +216,9 @@ Status Trainer::Update(std::vector<Tensor> gradients, int64_t micro_batches, con
                   "update graph outputs: skip, first non-finite, then each parameter's weight and slots");
   ONNX_AMP_ASSIGN_OR_RETURN(const Tensor skip_flag, OnHost(run.outputs[0].tensor));
   ONNX_AMP_ASSIGN_OR_RETURN(const Tensor first_index, OnHost(run.outputs[1].tensor));
-  const bool skip = *skip_flag.data<bool>();
-  const int64_t first = *first_index.data<int64_t>();
+  bool skip = *skip_flag.data<bool>();
+  int64_t first = *first_index.data<int64_t>();
+  if (sync_ != nullptr) ONNX_AMP_RETURN_IF_ERROR(sync_->AgreeOnSkip(skip, first, scaler_.state().steps + 1));
   ONNX_AMP_ASSERT(first < static_cast<int64_t>(parameters.size()), "first non-finite gradient index out of range");
   // The first non-finite gradient names the overflow; a non-finite loss only without one.
   if (first >= 0) {

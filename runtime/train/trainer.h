@@ -29,6 +29,7 @@
 #include "runtime/executor/executor.h"
 #include "runtime/train/loss_scaler.h"
 #include "runtime/train/optimizer.h"
+#include "runtime/train/replica_sync.h"
 #include "runtime/train/training_graph.h"
 #include "runtime/train/update_graph.h"
 
@@ -91,6 +92,11 @@ class Trainer {
   std::vector<NamedTensor>& weights() { return graph_.parameters; }
   Optimizer& optimizer() { return optimizer_; }
   LossScaler& scaler() { return scaler_; }
+  // Data-parallel training: the step's gradients and loss are summed over the replicas
+  // before the update graph, and the skip decision is theirs together. Null (the default):
+  // a single process. Not owned.
+  void set_replica_sync(ReplicaSync* sync) { sync_ = sync; }
+  ReplicaSync* replica_sync() const { return sync_; }
 
  private:
   Trainer(TrainingGraph graph, UpdateGraph update, const TrainerConfig& config, std::vector<Shape> shapes);
@@ -126,6 +132,7 @@ class Trainer {
   };
   StagedBatch staged_[2];
   int next_slot_ = 0;
+  ReplicaSync* sync_ = nullptr;
 };
 
 }  // namespace onnx_amp
