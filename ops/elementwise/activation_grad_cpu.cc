@@ -1,11 +1,10 @@
 // The fused activation gradients of domain ai.onnx_amp (ReluGrad, SigmoidGrad, TanhGrad,
 // GeluGrad): dX = dY * f'(.) with f' read from X or Y.
-#include <cmath>
-#include <numbers>
 #include <string>
 #include <vector>
 
 #include "ops/common/float_compute.h"
+#include "ops/elementwise/activation_grad_math.h"
 #include "ops/elementwise/elementwise_families.h"
 #include "ops/kernel_registry.h"
 #include "runtime/core/onnx_domain.h"
@@ -28,41 +27,18 @@ Status PointwiseGrad(KernelContext& context, Slope&& slope) {
   return WriteOutput(context, 0, dy->dtype(), dy->shape(), dx);
 }
 
-// relu'(x) = 1 for x > 0, else 0
-Status ReluGradKernel(KernelContext& context) {
-  return PointwiseGrad(context, [](float x) { return x > 0.0f ? 1.0f : 0.0f; });
-}
+// The slopes are activation_grad_math.h, shared with the CUDA kernels.
+Status ReluGradKernel(KernelContext& context) { return PointwiseGrad(context, ReluSlope{}); }
+Status SigmoidGradKernel(KernelContext& context) { return PointwiseGrad(context, SigmoidSlope{}); }
+Status TanhGradKernel(KernelContext& context) { return PointwiseGrad(context, TanhSlope{}); }
 
-// sigmoid' = y * (1 - y)
-Status SigmoidGradKernel(KernelContext& context) {
-  return PointwiseGrad(context, [](float y) { return y * (1.0f - y); });
-}
-
-// tanh' = 1 - y^2
-Status TanhGradKernel(KernelContext& context) {
-  return PointwiseGrad(context, [](float y) { return 1.0f - y * y; });
-}
-
-// Exact: gelu(x) = x * Phi(x), gelu' = Phi(x) + x * phi(x).
-// tanh form: gelu(x) = x/2 * (1 + tanh(u)), u = sqrt(2/pi) * (x + 0.044715 x^3),
-// gelu' = (1 + t)/2 + x/2 * (1 - t^2) * sqrt(2/pi) * (1 + 3 * 0.044715 x^2).
 Status GeluGradKernel(KernelContext& context) {
   const std::string approximate = context.attr_string("approximate", "none");
-  if (approximate == "tanh") {
-    return PointwiseGrad(context, [](float x) {
-      const float k = static_cast<float>(std::sqrt(2.0 / std::numbers::pi));
-      const float t = std::tanh(k * (x + 0.044715f * x * x * x));
-      return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * k * (1.0f + 3.0f * 0.044715f * x * x);
-    });
-  }
+  if (approximate == "tanh") return PointwiseGrad(context, GeluTanhSlope{});
   if (approximate != "none") {
     return context.Error(ErrorCode::kInvalidModel, "unknown approximate '" + approximate + "'");
   }
-  return PointwiseGrad(context, [](float x) {
-    const float cdf = 0.5f * (1.0f + std::erf(x * static_cast<float>(1.0 / std::numbers::sqrt2)));
-    const float pdf = std::exp(-0.5f * x * x) * static_cast<float>(1.0 / std::sqrt(2.0 * std::numbers::pi));
-    return cdf + x * pdf;
-  });
+  return PointwiseGrad(context, GeluSlope{});
 }
 
 }  // namespace

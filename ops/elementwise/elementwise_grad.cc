@@ -138,9 +138,12 @@ Status CastGrad(GradientContext& c) {
   return Status::Ok();
 }
 
-// dX = dY * (X > 0)   (fused: ReluGrad)
+// dX = dY * (X > 0) = dY * (Y > 0)   (fused: ReluGrad)
+// Read from the output: Y > 0 exactly where X > 0 (Y = max(X, 0) keeps NaN), and the
+// input then dies at the Relu, so a Gemm, MatMul or Conv before it folds the Relu in
+// (its ReLU epilogue on the GPU) instead of keeping X alive for the backward pass.
 Status ReluGrad(GradientContext& c) {
-  c.Emit("ReluGrad", {c.GO(0), c.I(0)}, {c.GI(0)}, {}, kOnnxAmpDomain);
+  c.Emit("ReluGrad", {c.GO(0), c.O(0)}, {c.GI(0)}, {}, kOnnxAmpDomain);
   return Status::Ok();
 }
 

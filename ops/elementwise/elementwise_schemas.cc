@@ -10,7 +10,7 @@ namespace onnx_amp {
 
 std::vector<onnx::OpSchema> ElementwiseOnnxAmpSchemas() {
   std::vector<onnx::OpSchema> schemas;
-  schemas.push_back(PointwiseGradSchema("ReluGrad", "X"));
+  schemas.push_back(PointwiseGradSchema("ReluGrad", "Y"));
   schemas.push_back(PointwiseGradSchema("SigmoidGrad", "Y"));
   schemas.push_back(PointwiseGradSchema("TanhGrad", "Y"));
   schemas.push_back(PointwiseGradSchema("GeluGrad", "X"));

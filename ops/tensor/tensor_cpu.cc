@@ -1,6 +1,7 @@
 // Registers the CPU kernels of the shape / data-movement family.
 #include "ops/cpu_kernels.h"
 #include "ops/kernel_registry.h"
+#include "ops/op_def.h"
 #include "ops/tensor/tensor_kernels.h"
 #include "runtime/core/onnx_domain.h"
 
@@ -48,7 +49,10 @@ void RegisterTensorCpuKernels(KernelRegistry& registry) {
       {"Dropout", DropoutKernel},
   };
   for (const Entry& entry : kEntries) {
-    registry.Register(KernelDef{"", entry.op_type, DeviceKind::kCpu, entry.compute});
+    KernelDef def{"", entry.op_type, DeviceKind::kCpu, entry.compute};
+    // Shape and Size read only their input's shape: a device tensor needs no copy.
+    if (entry.op_type == "Shape" || entry.op_type == "Size") def.metadata_inputs = InputBit(0);
+    registry.Register(def);
   }
   registry.Register({kOnnxAmpDomain, "GatherGrad", DeviceKind::kCpu, &GatherGradKernel});
 }

@@ -26,7 +26,7 @@ inline float InverseLossScale(float scale) { return static_cast<float>(1.0 / sta
 // down so that the mean's global L2 norm is at most `max_norm` (0: no clipping).
 // `sum_of_squares` is the double sum of the summed gradients' squares, in parameter
 // order. Gradients are then multiplied by it in double and rounded once.
-inline double MeanClipFactor(double sum_of_squares, int64_t micro_batches, float max_norm) {
+ONNX_AMP_HD double MeanClipFactor(double sum_of_squares, int64_t micro_batches, float max_norm) {
   double factor = 1.0 / static_cast<double>(micro_batches);
   if (max_norm > 0.0f) {
     const double norm = std::sqrt(sum_of_squares) * factor;

@@ -29,14 +29,21 @@ std::shared_ptr<Buffer> Buffer::AllocateCpu(size_t bytes) {
   const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   void* data = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
   if (data == nullptr) throw std::bad_alloc();
-  return std::shared_ptr<Buffer>(new Buffer(data, bytes, DeviceKind::kCpu));
+  return std::shared_ptr<Buffer>(new Buffer(data, bytes, DeviceKind::kCpu, nullptr));
+}
+
+std::shared_ptr<Buffer> Buffer::Adopt(void* data, size_t bytes, DeviceKind device, std::shared_ptr<BufferOwner> owner) {
+  ONNX_AMP_ASSERT(owner != nullptr, "an adopted buffer needs its owner");
+  return std::shared_ptr<Buffer>(new Buffer(data, bytes, device, std::move(owner)));
 }
 
 Buffer::~Buffer() {
-  switch (device_) {
-    case DeviceKind::kCpu: std::free(data_); break;
-    case DeviceKind::kCuda: ONNX_AMP_ASSERT(false, "CUDA buffers are owned by the CUDA device"); break;
+  if (owner_) {
+    owner_->Release(data_, bytes_);
+    return;
   }
+  ONNX_AMP_ASSERT(device_ == DeviceKind::kCpu, "device buffers are released to their owner");
+  std::free(data_);
 }
 
 Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<Buffer> buffer, size_t byte_offset)

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/core/dtype.h"
@@ -19,10 +20,20 @@ using Shape = std::vector<int64_t>;
 int64_t NumElements(const Shape& shape);
 std::string ShapeToString(const Shape& shape);
 
+// Where a buffer that is not plain host memory goes back when it dies: a device's
+// caching pool, pinned host memory. Buffers hold their owner, so it outlives them.
+class BufferOwner {
+ public:
+  virtual ~BufferOwner() = default;
+  virtual void Release(void* data, size_t bytes) = 0;
+};
+
 // A block of device memory. CPU buffers are 64-byte aligned (AVX-512 loads, oneDNN).
 class Buffer {
  public:
   static std::shared_ptr<Buffer> AllocateCpu(size_t bytes);
+  // Memory of `device` that `owner` handed out and takes back when the buffer dies.
+  static std::shared_ptr<Buffer> Adopt(void* data, size_t bytes, DeviceKind device, std::shared_ptr<BufferOwner> owner);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -32,10 +43,12 @@ class Buffer {
   DeviceKind device() const { return device_; }
 
  private:
-  Buffer(void* data, size_t bytes, DeviceKind device) : data_(data), bytes_(bytes), device_(device) {}
+  Buffer(void* data, size_t bytes, DeviceKind device, std::shared_ptr<BufferOwner> owner)
+      : data_(data), bytes_(bytes), device_(device), owner_(std::move(owner)) {}
   void* data_;
   size_t bytes_;
   DeviceKind device_;
+  std::shared_ptr<BufferOwner> owner_;  // nullptr: CPU memory from AllocateCpu
 };
 
 class Tensor {

@@ -19,6 +19,7 @@ namespace onnx { class NodeProto; class GraphProto; class TensorProto; class Att
 
 namespace onnx_amp {
 
+class Device;
 class ThreadPool;
 
 // An activation the execution plan folded into a Conv/Gemm/MatMul node: the node's
@@ -66,6 +67,9 @@ class KernelContext {
                                                     std::vector<Tensor> inputs) = 0;
 
   virtual ThreadPool& threads() = 0;
+  // The device the node runs on (its memory, its stream: runtime/cuda/cuda_kernel_support.h);
+  // nullptr for CPU kernels.
+  virtual Device* device_context() const { return nullptr; }
 
   // The activation fused into this node (kind kNone when none); set only for kernels
   // registered with KernelDef::fuses_activation.
@@ -105,6 +109,16 @@ struct KernelDef {
   // Applies KernelContext::fused_activation() to output 0, so the plan may fold a Relu,
   // LeakyRelu or Clip that alone reads that output into this node.
   bool fuses_activation = false;
+  // Device kernels: inputs read on the host (shapes, axes, scalars that size the work),
+  // as InputBit-style bits (bit i: input i). The plan keeps them on the host.
+  uint32_t host_inputs = 0;
+  // Inputs whose dtype and shape alone the kernel reads, never their data (Shape, Size):
+  // the plan copies them nowhere.
+  uint32_t metadata_inputs = 0;
+  // Device kernels: the dtypes of input `dtype_input` they implement, one bit per DType
+  // value (0: any). A node whose dtype is outside them runs on the CPU.
+  uint32_t dtypes = 0;
+  int dtype_input = 0;
 };
 
 }  // namespace onnx_amp

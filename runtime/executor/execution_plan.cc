@@ -9,6 +9,7 @@
 #include "ops/kernel_registry.h"
 #include "runtime/core/float16.h"
 #include "runtime/core/onnx_domain.h"
+#include "runtime/executor/device_placement.h"
 #include "runtime/graph/graph_view.h"
 #include "runtime/io/tensor_proto.h"
 
@@ -175,7 +176,8 @@ class PlanBuilder {
   PlanBuilder(const KernelRegistry& registry, DeviceKind device, const PlanOptions& options)
       : registry_(registry), device_(device), options_(options) {}
 
-  Expected<std::unique_ptr<GraphPlan>> Build(const GraphView& view) {
+  // Bodies of control-flow nodes are planned with on_device false: they run on the CPU.
+  Expected<std::unique_ptr<GraphPlan>> Build(const GraphView& view, bool on_device) {
     auto plan = std::make_unique<GraphPlan>();
     plan->view = &view;
     const onnx::GraphProto& graph = view.graph();
@@ -200,13 +202,15 @@ class PlanBuilder {
       std::string domain(CanonicalDomain(node.domain()));
       auto opset = view.opsets().find(domain);
       step.opset = opset == view.opsets().end() ? 0 : static_cast<int>(opset->second);
-      step.kernel = registry_.Find(domain, node.op_type(), device_);
+      if (on_device) step.kernel = DeviceKernel(view, node, domain);
+      if (step.kernel != nullptr) step.device = device_;
+      else step.kernel = registry_.Find(domain, node.op_type(), DeviceKind::kCpu);
       if (step.kernel == nullptr) missing_.push_back(NodeLabel(node, node_index, view));
 
       for (const std::string& name : node.input()) step.inputs.push_back(name.empty() ? -1 : SlotForRead(*plan, name));
       std::vector<int> reads;
       for (const GraphView::Subgraph* sub : view.SubgraphsOf(node_index)) {
-        ONNX_AMP_ASSIGN_OR_RETURN(std::unique_ptr<GraphPlan> body, Build(*sub->view));
+        ONNX_AMP_ASSIGN_OR_RETURN(std::unique_ptr<GraphPlan> body, Build(*sub->view, false));
         for (const std::string& name : sub->view->outer_scope_reads()) reads.push_back(SlotForRead(*plan, name));
         step.subgraphs.emplace_back(sub->attribute, body.get());
         plan->bodies.push_back(std::move(body));
@@ -241,6 +245,7 @@ class PlanBuilder {
       }
       FuseActivations(*plan, outer_reads, keep);
     }
+    if (missing_.empty()) PlaceValues(*plan, outer_reads, on_device ? device_ : DeviceKind::kCpu);
     MarkLastUses(*plan, outer_reads);
     return plan;
   }
@@ -248,6 +253,17 @@ class PlanBuilder {
   const std::vector<std::string>& missing() const { return missing_; }
 
  private:
+  // The device's kernel for `node` when it has one for the node's dtype (that of input
+  // KernelDef::dtype_input, when known), else nullptr.
+  const KernelDef* DeviceKernel(const GraphView& view, const onnx::NodeProto& node, const std::string& domain) const {
+    if (options_.device_kernels == nullptr) return nullptr;
+    const KernelDef* def = options_.device_kernels->Find(domain, node.op_type(), device_);
+    if (def == nullptr || def->dtypes == 0 || def->dtype_input >= node.input_size()) return def;
+    const DType dtype = view.ValueType(node.input(def->dtype_input));
+    if (dtype == DType::kUndefined) return def;
+    return (def->dtypes >> static_cast<int>(dtype)) & 1u ? def : nullptr;
+  }
+
   // Fills outputs_used and release_after from each slot's last read; graph outputs are
   // read "after" every step.
   static void MarkLastUses(GraphPlan& plan, const std::vector<std::vector<int>>& outer_reads) {
@@ -286,11 +302,11 @@ class PlanBuilder {
 Expected<std::unique_ptr<GraphPlan>> BuildGraphPlan(const GraphView& view, const KernelRegistry& registry,
                                                     DeviceKind device, const PlanOptions& options) {
   PlanBuilder builder(registry, device, options);
-  ONNX_AMP_ASSIGN_OR_RETURN(std::unique_ptr<GraphPlan> plan, builder.Build(view));
+  ONNX_AMP_ASSIGN_OR_RETURN(std::unique_ptr<GraphPlan> plan, builder.Build(view, device != DeviceKind::kCpu));
   if (!builder.missing().empty()) {
     std::string list;
     for (const std::string& label : builder.missing()) list += (list.empty() ? "" : ", ") + label;
-    return Unsupported("no " + std::string(DeviceName(device)) + " kernel for " + std::to_string(builder.missing().size()) +
+    return Unsupported("no " + std::string(DeviceName(DeviceKind::kCpu)) + " kernel for " + std::to_string(builder.missing().size()) +
                        (builder.missing().size() == 1 ? " node: " : " nodes: ") + list);
   }
   return plan;

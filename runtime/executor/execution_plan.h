@@ -31,8 +31,9 @@ enum class SlotKind {
 };
 
 struct PlanStep {
-  const onnx::NodeProto* node = nullptr;
+  const onnx::NodeProto* node = nullptr;  // for a copy step: the node it feeds
   const KernelDef* kernel = nullptr;
+  DeviceKind device = DeviceKind::kCpu;  // where the step runs and its outputs live
   int opset = 0;
   std::string op_label;         // the op type, or "Conv+Relu" for a fused step
   FusedActivation activation;   // folded in from the node that read output 0
@@ -54,6 +55,10 @@ struct GraphPlan {
   std::vector<int> output_slots;  // graph outputs in declaration order
   std::vector<int> outer_slots;   // filled from the enclosing frame when a frame starts
   std::vector<std::pair<int, Tensor>> initializers;
+  // Where each slot's value lives (device_placement.h); a graph input's feed is moved there.
+  std::vector<DeviceKind> slot_devices;
+  // (host slot, device slot): initializers device steps read, copied once at load.
+  std::vector<std::pair<int, int>> device_initializers;
   std::vector<PlanStep> steps;
   std::vector<std::unique_ptr<GraphPlan>> bodies;  // owned plans of the steps' subgraphs
 
@@ -65,6 +70,10 @@ struct GraphPlan {
 };
 
 struct PlanOptions {
+  // The device's kernels when the plan targets a device: each node takes the device's
+  // kernel when there is one for its op and dtype, the CPU's otherwise; copy steps join
+  // the two sides (device_placement.h). Bodies of If/Loop/Scan run on the CPU.
+  const KernelRegistry* device_kernels = nullptr;
   bool fuse_activations = true;
   // Values of the main graph that must keep their own tensor (captured ones): the
   // activation that reads such a value is never folded away from it.
@@ -72,8 +81,9 @@ struct PlanOptions {
   std::vector<std::string> keep_values;
 };
 
-// Builds the plan for `view` and its bodies. Every node without a kernel for `device`
-// is collected first; the error lists all of them (name, op type, domain) at once.
+// Builds the plan for `view` and its bodies with the CPU kernels of `registry` and, for
+// a `device` other than the CPU, options.device_kernels. Every node without a kernel is
+// collected first; the error lists all of them (name, op type, domain) at once.
 Expected<std::unique_ptr<GraphPlan>> BuildGraphPlan(const GraphView& view, const KernelRegistry& registry,
                                                     DeviceKind device, const PlanOptions& options = {});
 

@@ -9,6 +9,7 @@
 
 #include "ops/kernel_registry.h"
 #include "runtime/core/limits.h"
+#include "runtime/exec/device.h"
 #include "runtime/exec/kernel.h"
 #include "runtime/exec/thread_pool.h"
 #include "runtime/executor/execution_plan.h"
@@ -25,8 +26,12 @@ double SecondsSince(Clock::time_point start) {
 }
 
 struct RunState {
-  explicit RunState(size_t max_memory_bytes) : pool(max_memory_bytes) {}
-  MemoryPool pool;
+  RunState(size_t max_memory_bytes, Device* device) : pool(max_memory_bytes), device_pool(SIZE_MAX, device),
+                                                      device(device) {}
+  MemoryPool& PoolOf(DeviceKind kind) { return kind == DeviceKind::kCpu ? pool : device_pool; }
+  MemoryPool pool;         // host tensors
+  MemoryPool device_pool;  // the device's tensors
+  Device* device;
   RunStats stats;
   ThreadPool* threads = nullptr;
   bool prepack_weights = true;
@@ -64,7 +69,8 @@ class NodeContext final : public KernelContext {
 
   const onnx::NodeProto& node() const override { return *step_.node; }
   int opset() const override { return step_.opset; }
-  DeviceKind device() const override { return DeviceKind::kCpu; }
+  DeviceKind device() const override { return step_.device; }
+  Device* device_context() const override { return state_.device; }
 
   int num_inputs() const override { return static_cast<int>(step_.inputs.size()); }
   const Tensor* input(int index) const override {
@@ -95,14 +101,18 @@ class NodeContext final : public KernelContext {
         return slot;
       }
     }
-    std::shared_ptr<Buffer> buffer = state_.pool.Allocate(bytes);
+    MemoryPool& pool = state_.PoolOf(step_.device);
+    std::shared_ptr<Buffer> buffer = pool.Allocate(bytes);
     if (!buffer) {
       const std::string name = index < num_outputs() ? node().output(index) : std::to_string(index);
+      if (step_.device != DeviceKind::kCpu) {
+        return Error(ErrorCode::kUnsupported, "output '" + name + "' " + ShapeToString(shape) + ": the device has no " +
+                                                  std::to_string(bytes) + " bytes left");
+      }
       return Error(ErrorCode::kUnsupported,
                    "output '" + name + "' " + ShapeToString(shape) + " needs " + std::to_string(bytes) +
-                       " bytes more; the run has allocated " + std::to_string(state_.pool.allocated_bytes()) +
-                       " and its memory cap is " + std::to_string(state_.pool.limit_bytes()) +
-                       " bytes (--max-memory)");
+                       " bytes more; the run has allocated " + std::to_string(pool.allocated_bytes()) +
+                       " and its memory cap is " + std::to_string(pool.limit_bytes()) + " bytes (--max-memory)");
     }
     *slot = Tensor(dtype, shape, std::move(buffer));
     return slot;
@@ -154,7 +164,7 @@ class NodeContext final : public KernelContext {
       const Tensor& tensor = frame_.slots[slot];
       if (!tensor.defined() || tensor.dtype() != dtype || tensor.shape() != shape) continue;
       const std::shared_ptr<Buffer>& buffer = tensor.buffer();
-      if (!buffer || !state_.pool.Owns(buffer.get()) || tensor.raw_data() != buffer->data()) continue;
+      if (!buffer || !state_.PoolOf(step_.device).Owns(buffer.get()) || tensor.raw_data() != buffer->data()) continue;
       // References: the pool's and this slot's.
       if (buffer.use_count() != 2) continue;
       return &buffer;
@@ -169,12 +179,13 @@ class NodeContext final : public KernelContext {
   double subgraph_seconds_ = 0;
 };
 
-void ReleaseSlot(Frame& frame, int slot, MemoryPool& pool) {
+void ReleaseSlot(Frame& frame, int slot, RunState& state) {
   Tensor dead = std::move(frame.slots[slot]);
   frame.slots[slot] = Tensor();
   const Buffer* raw = dead.buffer().get();
+  const DeviceKind kind = dead.device();
   dead = Tensor();
-  if (raw != nullptr) pool.ReleaseIfUnused(raw);
+  if (raw != nullptr) state.PoolOf(kind).ReleaseIfUnused(raw);
 }
 
 Status RunSteps(Frame& frame, RunState& state) {
@@ -186,6 +197,7 @@ Status RunSteps(Frame& frame, RunState& state) {
     Status status = step.kernel->compute(context);
     OpTime& time = state.stats.op_times[step.op_label];
     ++time.calls;
+    if (step.device != DeviceKind::kCpu) ++state.stats.device_steps;
     time.seconds += SecondsSince(start) - context.subgraph_seconds();
     if (!status.ok()) {
       const std::string prefix = NodePrefix(*step.node);
@@ -202,11 +214,32 @@ Status RunSteps(Frame& frame, RunState& state) {
         (*state.captured)[plan.slot_names[slot]] = frame.slots[slot];
       }
     }
-    for (int slot : step.release_after) ReleaseSlot(frame, slot, state.pool);
+    for (int slot : step.release_after) ReleaseSlot(frame, slot, state);
     // Tensors made inside bodies die within the control-flow kernel, out of the frames' sight.
     if (!step.subgraphs.empty()) state.pool.ReleaseAllUnused();
   }
   return Status::Ok();
+}
+
+// The device copies of the initializers device steps read (device_placement.h).
+Status UploadInitializers(GraphPlan& plan, Device* device) {
+  for (const auto& [host_slot, device_slot] : plan.device_initializers) {
+    for (size_t i = 0; i < plan.initializers.size(); ++i) {
+      if (plan.initializers[i].first != host_slot) continue;
+      ONNX_AMP_ASSIGN_OR_RETURN(Tensor copy, CopyToDevice(plan.initializers[i].second, *device));
+      plan.initializers.emplace_back(device_slot, std::move(copy));
+      break;
+    }
+  }
+  return Status::Ok();
+}
+
+// `tensor` where the plan wants slot `slot` (the device or the host).
+Expected<Tensor> MovedTo(const GraphPlan& plan, int slot, const Tensor& tensor, Device* device) {
+  const DeviceKind want = plan.slot_devices.empty() ? DeviceKind::kCpu : plan.slot_devices[slot];
+  if (tensor.device() == want || !tensor.defined()) return tensor;
+  if (want == DeviceKind::kCpu) return CopyToHost(tensor, device);
+  return CopyToDevice(tensor, *device);
 }
 
 void FillConstants(const GraphPlan& plan, Frame& frame) {
@@ -247,14 +280,17 @@ Expected<std::unique_ptr<Executor>> Executor::Create(const onnx::ModelProto& mod
   std::unique_ptr<Executor> executor(new Executor());
   ONNX_AMP_ASSIGN_OR_RETURN(executor->view_, BuildModelView(model));
   PlanOptions plan_options;
+  plan_options.device_kernels = options.device != nullptr ? &options.device->kernels() : nullptr;
   plan_options.fuse_activations = options.fuse_activations;
   plan_options.keep_all_values = options.capture_all;
   plan_options.keep_values = options.capture;
   ONNX_AMP_ASSIGN_OR_RETURN(executor->plan_,
                             BuildGraphPlan(executor->view_->main_graph(),
-                                           options.kernels ? *options.kernels : CpuKernelRegistry(), DeviceKind::kCpu,
+                                           options.kernels ? *options.kernels : CpuKernelRegistry(),
+                                           options.device != nullptr ? options.device->kind() : DeviceKind::kCpu,
                                            plan_options));
-  const GraphPlan& plan = *executor->plan_;
+  GraphPlan& plan = *executor->plan_;
+  ONNX_AMP_RETURN_IF_ERROR(UploadInitializers(plan, options.device));
   if (!plan.outer_slots.empty()) {
     return InvalidModel("value '" + plan.slot_names[plan.outer_slots.front()] + "' is read but defined nowhere");
   }
@@ -268,6 +304,8 @@ Expected<std::unique_ptr<Executor>> Executor::Create(const onnx::ModelProto& mod
     executor->capture_slots_[slot] = true;
   }
   executor->threads_ = std::make_unique<ThreadPool>(options.num_threads);
+  executor->device_ = options.device;
+  executor->outputs_on_host_ = options.outputs_on_host;
   executor->prepack_weights_ = options.prepack_weights;
   executor->max_memory_bytes_ = options.max_memory_bytes;
   return executor;
@@ -284,7 +322,7 @@ Expected<RunResult> Executor::Run(const std::map<std::string, Tensor>& feeds) {
   ONNX_AMP_RETURN_IF_ERROR(CheckInputs(inputs_, feeds));
   const Clock::time_point start = Clock::now();
   RunResult result;
-  RunState state(max_memory_bytes_ > 0 ? max_memory_bytes_ : PhysicalMemoryBytes());
+  RunState state(max_memory_bytes_ > 0 ? max_memory_bytes_ : PhysicalMemoryBytes(), device_);
   state.threads = threads_.get();
   state.prepack_weights = prepack_weights_;
   state.capture_slots = &capture_slots_;
@@ -295,7 +333,8 @@ Expected<RunResult> Executor::Run(const std::map<std::string, Tensor>& feeds) {
   FillConstants(plan, frame);
   for (int slot : plan.input_slots) {
     auto it = feeds.find(plan.slot_names[slot]);
-    if (it != feeds.end()) frame.slots[slot] = it->second;
+    if (it == feeds.end()) continue;
+    ONNX_AMP_ASSIGN_OR_RETURN(frame.slots[slot], MovedTo(plan, slot, it->second, device_));
   }
   // Captured graph inputs and initializers are never produced by a step.
   for (size_t slot = 0; slot < plan.slot_names.size(); ++slot) {
@@ -311,12 +350,22 @@ Expected<RunResult> Executor::Run(const std::map<std::string, Tensor>& feeds) {
   for (size_t i = 0; i < plan.output_slots.size(); ++i) {
     const Tensor& tensor = frame.slots[plan.output_slots[i]];
     if (!tensor.defined()) return InvalidModel("graph output '" + output_names_[i] + "' has no value");
-    result.outputs.push_back({output_names_[i], tensor});
+    if (!outputs_on_host_) {
+      result.outputs.push_back({output_names_[i], tensor});
+      continue;
+    }
+    ONNX_AMP_ASSIGN_OR_RETURN(Tensor host, CopyToHost(tensor, device_));
+    result.outputs.push_back({output_names_[i], std::move(host)});
+  }
+  if (outputs_on_host_) {
+    for (auto& [name, tensor] : result.captured) {
+      ONNX_AMP_ASSIGN_OR_RETURN(tensor, CopyToHost(tensor, device_));
+    }
   }
   state.stats.total_seconds = SecondsSince(start);
-  state.stats.peak_live_bytes = state.pool.peak_live_bytes();
-  state.stats.allocated_bytes = state.pool.allocated_bytes();
-  state.stats.buffer_reuses = state.pool.reuse_count();
+  state.stats.peak_live_bytes = state.pool.peak_live_bytes() + state.device_pool.peak_live_bytes();
+  state.stats.allocated_bytes = state.pool.allocated_bytes() + state.device_pool.allocated_bytes();
+  state.stats.buffer_reuses = state.pool.reuse_count() + state.device_pool.reuse_count();
   result.stats = std::move(state.stats);
   return result;
 }

@@ -22,6 +22,7 @@ namespace onnx { class ModelProto; }
 
 namespace onnx_amp {
 
+class Device;
 class KernelRegistry;
 class ModelView;
 class ThreadPool;
@@ -29,6 +30,11 @@ struct GraphPlan;
 
 struct ExecutorOptions {
   const KernelRegistry* kernels = nullptr;  // nullptr: CpuKernelRegistry()
+  // Runs the nodes the device has kernels for on it (nullptr: everything on the CPU);
+  // the device must outlive the executor. Feeds may be host or device tensors.
+  Device* device = nullptr;
+  // Hand graph outputs and captured values back as host tensors (else where they are).
+  bool outputs_on_host = true;
   int num_threads = 0;             // 0: one per hardware thread
   bool capture_all = false;        // keep every value of the main graph
   std::vector<std::string> capture;  // keep these values of the main graph
@@ -77,6 +83,8 @@ class Executor {
   std::vector<InputSpec> inputs_;
   std::vector<std::string> output_names_;
   std::vector<bool> capture_slots_;
+  Device* device_ = nullptr;
+  bool outputs_on_host_ = true;
   bool prepack_weights_ = true;
   size_t max_memory_bytes_ = 0;
 };

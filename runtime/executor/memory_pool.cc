@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "runtime/exec/device.h"
+
 namespace onnx_amp {
 
 std::shared_ptr<Buffer> MemoryPool::Allocate(size_t bytes) {
@@ -15,7 +17,13 @@ std::shared_ptr<Buffer> MemoryPool::Allocate(size_t bytes) {
     ++reuse_count_;
   } else {
     if (bytes > limit_bytes_ - std::min(limit_bytes_, allocated_bytes_)) return nullptr;
-    buffer = Buffer::AllocateCpu(bytes);
+    if (device_ == nullptr) {
+      buffer = Buffer::AllocateCpu(bytes);
+    } else {
+      Expected<std::shared_ptr<Buffer>> fresh = device_->Allocate(bytes);
+      if (!fresh.ok()) return nullptr;
+      buffer = std::move(fresh).value();
+    }
     allocated_bytes_ += bytes;
   }
   live_bytes_ += buffer->bytes();

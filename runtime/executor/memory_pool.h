@@ -14,12 +14,16 @@
 
 namespace onnx_amp {
 
+class Device;
+
 class MemoryPool {
  public:
-  // `limit_bytes` caps the sum of fresh allocations (reused buffers cost nothing).
-  explicit MemoryPool(size_t limit_bytes = SIZE_MAX) : limit_bytes_(limit_bytes) {}
+  // `limit_bytes` caps the sum of fresh allocations (reused buffers cost nothing). Fresh
+  // buffers come from `device` (its caching pool), or from the host when it is nullptr.
+  explicit MemoryPool(size_t limit_bytes = SIZE_MAX, Device* device = nullptr)
+      : limit_bytes_(limit_bytes), device_(device) {}
 
-  // nullptr when a fresh allocation is needed and would pass the limit.
+  // nullptr when a fresh allocation is needed and would pass the limit (or the device is out of memory).
   std::shared_ptr<Buffer> Allocate(size_t bytes);
   size_t limit_bytes() const { return limit_bytes_; }
   // Whether `buffer` was handed out by this pool.
@@ -42,6 +46,7 @@ class MemoryPool {
   size_t peak_live_bytes_ = 0;
   size_t allocated_bytes_ = 0;
   size_t limit_bytes_;
+  Device* device_;
   int64_t reuse_count_ = 0;
 };
 

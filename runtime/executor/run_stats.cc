@@ -43,6 +43,14 @@ std::string FormatRunStats(const RunStats& stats) {
                 FormatBytes(stats.allocated_bytes).c_str(), static_cast<long long>(stats.buffer_reuses),
                 static_cast<long long>(stats.inplace_reuses));
   out += line;
+  if (stats.device_steps > 0) {
+    // Device kernels are queued, not waited for: their times are launch times.
+    int64_t steps = 0;
+    for (const auto& row : rows) steps += row.second.calls;
+    std::snprintf(line, sizeof line, "on the device: %lld of %lld steps (their times above are launch times)\n",
+                  static_cast<long long>(stats.device_steps), static_cast<long long>(steps));
+    out += line;
+  }
   return out;
 }
 

@@ -23,6 +23,7 @@ struct RunStats {
   size_t allocated_bytes = 0;
   int64_t buffer_reuses = 0;   // allocations served from a dead tensor's buffer
   int64_t inplace_reuses = 0;  // outputs written over a dying input
+  int64_t device_steps = 0;    // steps that ran on the device (the rest ran on the CPU)
 };
 
 // A table, slowest op type first, then the memory lines.

@@ -27,6 +27,7 @@ Expected<const Tensor*> Find(const std::map<std::string, Tensor>& arrays, const 
 }  // namespace
 
 Status SaveCheckpoint(const std::filesystem::path& path, Trainer& trainer, const DataPosition& position) {
+  ONNX_AMP_RETURN_IF_ERROR(trainer.MoveStateToHost());
   std::vector<NamedTensor> arrays;
   const LossScalerState& s = trainer.scaler().state();
   float scale = s.scale;
@@ -58,6 +59,7 @@ Status LoadCheckpoint(const std::filesystem::path& path, Trainer& trainer, DataP
   ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* counters, Find(arrays, "scaler.counters", DType::kInt64, 5, path));
   ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* step, Find(arrays, "optimizer.step", DType::kInt64, 1, path));
   ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* data, Find(arrays, "data.position", DType::kInt64, 4, path));
+  ONNX_AMP_RETURN_IF_ERROR(trainer.MoveStateToHost());
   // Written only by data-parallel runs: a single-process checkpoint stays as it was.
   int64_t ranks = 1;
   if (arrays.count("data.ranks") != 0) {

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "runtime/exec/device.h"
+
 namespace onnx_amp {
 
 namespace {
@@ -36,22 +38,92 @@ Expected<std::unique_ptr<Trainer>> Trainer::Create(TrainingGraph graph, const Tr
   ExecutorOptions options;
   options.num_threads = config.num_threads;
   options.max_memory_bytes = config.max_memory_bytes;
+  options.device = config.device;
+  // Gradients, new weights and slots stay where they are made; evaluation reads its
+  // loss and predictions on the host.
+  options.outputs_on_host = false;
   ONNX_AMP_ASSIGN_OR_RETURN(trainer->train_, Executor::Create(trainer->graph_.train_model, options));
-  ONNX_AMP_ASSIGN_OR_RETURN(trainer->eval_, Executor::Create(trainer->graph_.eval_model, options));
   ONNX_AMP_ASSIGN_OR_RETURN(trainer->update_executor_, Executor::Create(trainer->update_.model, options));
+  options.outputs_on_host = true;
+  ONNX_AMP_ASSIGN_OR_RETURN(trainer->eval_, Executor::Create(trainer->graph_.eval_model, options));
+  ONNX_AMP_RETURN_IF_ERROR(trainer->MoveStateToDevice());
   return trainer;
 }
 
-std::map<std::string, Tensor> Trainer::Feeds(const Batch& batch) const {
+Status Trainer::MoveStateToDevice() {
+  if (config_.device == nullptr) return Status::Ok();
+  for (NamedTensor& parameter : graph_.parameters) {
+    ONNX_AMP_ASSIGN_OR_RETURN(parameter.tensor, CopyToDevice(parameter.tensor, *config_.device));
+  }
+  for (int k = 0; k < optimizer_.num_slots(); ++k) {
+    for (Tensor& slot : optimizer_.slots(k)) {
+      ONNX_AMP_ASSIGN_OR_RETURN(slot, CopyToDevice(slot, *config_.device));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Trainer::MoveStateToHost() {
+  for (NamedTensor& parameter : graph_.parameters) {
+    ONNX_AMP_ASSIGN_OR_RETURN(parameter.tensor, OnHost(parameter.tensor));
+  }
+  for (int k = 0; k < optimizer_.num_slots(); ++k) {
+    for (Tensor& slot : optimizer_.slots(k)) {
+      ONNX_AMP_ASSIGN_OR_RETURN(slot, OnHost(slot));
+    }
+  }
+  return Status::Ok();
+}
+
+Expected<Tensor> Trainer::OnHost(const Tensor& tensor) const { return CopyToHost(tensor, config_.device); }
+
+Status Trainer::Stage(const Batch& batch) {
+  Device* device = config_.device;
+  if (device == nullptr) return Status::Ok();
+  StagedBatch& slot = staged_[next_slot_];
+  next_slot_ ^= 1;
+  // The host may refill page-locked memory only once the copies out of it are done.
+  ONNX_AMP_RETURN_IF_ERROR(device->SynchronizeCopies());
+  const size_t target_offset = (batch.data.bytes() + 63) / 64 * 64;
+  const size_t bytes = target_offset + batch.target.bytes();
+  if (!slot.pinned || slot.pinned->bytes() < bytes) {
+    ONNX_AMP_ASSIGN_OR_RETURN(slot.pinned, device->AllocatePinned(bytes));
+  }
+  for (auto [from, to] : {std::pair{&batch.data, &slot.on_device.data}, std::pair{&batch.target, &slot.on_device.target}}) {
+    if (to->defined() && to->dtype() == from->dtype() && to->shape() == from->shape()) continue;
+    ONNX_AMP_ASSIGN_OR_RETURN(std::shared_ptr<Buffer> buffer, device->Allocate(from->bytes()));
+    *to = Tensor(from->dtype(), from->shape(), std::move(buffer));
+  }
+  char* pinned = static_cast<char*>(slot.pinned->data());
+  std::memcpy(pinned, batch.data.raw_data(), batch.data.bytes());
+  std::memcpy(pinned + target_offset, batch.target.raw_data(), batch.target.bytes());
+  ONNX_AMP_RETURN_IF_ERROR(device->CopyFromPinnedAsync(slot.on_device.data.raw_data(), pinned, batch.data.bytes()));
+  ONNX_AMP_RETURN_IF_ERROR(
+      device->CopyFromPinnedAsync(slot.on_device.target.raw_data(), pinned + target_offset, batch.target.bytes()));
+  slot.host_data = batch.data.raw_data();
+  slot.host_target = batch.target.raw_data();
+  return Status::Ok();
+}
+
+Expected<std::map<std::string, Tensor>> Trainer::Feeds(const Batch& batch) {
   std::map<std::string, Tensor> feeds;
   feeds[graph_.data_input] = batch.data;
   feeds[graph_.target_input] = batch.target;
+  for (StagedBatch& slot : staged_) {
+    if (slot.host_data != batch.data.raw_data() || slot.host_target != batch.target.raw_data()) continue;
+    // Taken once: a later batch at the same address is not mistaken for this one.
+    slot.host_data = slot.host_target = nullptr;
+    ONNX_AMP_RETURN_IF_ERROR(config_.device->WaitForCopies());
+    feeds[graph_.data_input] = slot.on_device.data;
+    feeds[graph_.target_input] = slot.on_device.target;
+  }
   for (const NamedTensor& parameter : graph_.parameters) feeds[parameter.name] = parameter.tensor;
   return feeds;
 }
 
-Expected<StepResult> Trainer::Step(std::span<const Batch> micro_batches) {
+Expected<StepResult> Trainer::Step(std::span<const Batch> micro_batches, const std::function<Status()>& while_queued) {
   ONNX_AMP_ASSERT(!micro_batches.empty(), "a training step needs a batch");
+  ONNX_AMP_RETURN_IF_ERROR(MoveStateToDevice());
   StepResult result;
   result.scale = scaler_.scale();
   const Tensor seed = Scalar(result.scale);
@@ -67,12 +139,21 @@ Expected<StepResult> Trainer::Step(std::span<const Batch> micro_batches) {
 
   std::vector<Tensor> gradients;
   double loss_sum = 0.0;
+  // One micro-batch: its loss goes to the update graph where it was made (no wait for
+  // the device before the update is queued) and is read once the step is done.
+  Tensor loss_value;
   for (const Batch& batch : micro_batches) {
-    std::map<std::string, Tensor> feeds = Feeds(batch);
+    using FeedMap = std::map<std::string, Tensor>;
+    ONNX_AMP_ASSIGN_OR_RETURN(FeedMap feeds, Feeds(batch));
     feeds[graph_.seed_input] = seed;
     ONNX_AMP_ASSIGN_OR_RETURN(RunResult run, train_->Run(feeds));
     ONNX_AMP_ASSERT(run.outputs.size() == parameters.size() + 1, "training graph outputs: loss, then gradients");
-    loss_sum += *run.outputs[0].tensor.data<float>();
+    if (!accumulate) {
+      loss_value = run.outputs[0].tensor;
+    } else {
+      ONNX_AMP_ASSIGN_OR_RETURN(const Tensor loss, OnHost(run.outputs[0].tensor));
+      loss_sum += *loss.data<float>();
+    }
     for (size_t p = 0; p < parameters.size(); ++p) {
       const Tensor& produced = run.outputs[p + 1].tensor;
       if (produced.dtype() != DType::kFloat32 || produced.num_elements() != parameters[p].tensor.num_elements()) {
@@ -82,30 +163,45 @@ Expected<StepResult> Trainer::Step(std::span<const Batch> micro_batches) {
         gradients.push_back(produced.Reshaped(parameters[p].tensor.shape()));
         continue;
       }
+      // Device gradients are summed on the host: accumulation trades speed for memory.
+      ONNX_AMP_ASSIGN_OR_RETURN(const Tensor host, OnHost(produced));
       float* sum = sums_[p].data<float>();
-      const float* add = produced.data<float>();
+      const float* add = host.data<float>();
       for (int64_t i = 0; i < produced.num_elements(); ++i) sum[i] += add[i];
     }
   }
   if (accumulate) gradients = sums_;
   int64_t micro_count = static_cast<int64_t>(micro_batches.size());
-  if (sync_ != nullptr) {  // the update sees the sum over every rank's micro-batches
+  if (sync_ != nullptr) {  // the update sees the sum over every rank's micro-batches (host tensors)
+    if (!accumulate) {
+      ONNX_AMP_ASSIGN_OR_RETURN(const Tensor loss, OnHost(loss_value));
+      loss_sum = *loss.data<float>();
+    }
     ONNX_AMP_RETURN_IF_ERROR(sync_->SumGradients(gradients, loss_sum, scaler_.state().steps + 1));
     micro_count *= sync_->ranks();
   }
-  result.loss = static_cast<float>(loss_sum / static_cast<double>(micro_count));
-  ONNX_AMP_RETURN_IF_ERROR(Update(std::move(gradients), micro_count, result));
+  const bool loss_on_host = accumulate || sync_ != nullptr;
+  if (loss_on_host) {
+    result.loss = static_cast<float>(loss_sum / static_cast<double>(micro_count));
+    loss_value = Scalar(result.loss);
+  }
+  ONNX_AMP_RETURN_IF_ERROR(Update(std::move(gradients), micro_count, loss_value, result, while_queued));
+  if (!loss_on_host) {
+    ONNX_AMP_ASSIGN_OR_RETURN(const Tensor loss, OnHost(loss_value));
+    result.loss = *loss.data<float>();
+  }
   ONNX_AMP_RETURN_IF_ERROR(scaler_.Update());
   return result;
 }
 
-Status Trainer::Update(std::vector<Tensor> gradients, int64_t micro_batches, StepResult& result) {
+Status Trainer::Update(std::vector<Tensor> gradients, int64_t micro_batches, const Tensor& loss, StepResult& result,
+                       const std::function<Status()>& while_queued) {
   std::vector<NamedTensor>& parameters = graph_.parameters;
   const int num_slots = optimizer_.num_slots();
   std::map<std::string, Tensor> feeds;
   feeds[kUpdateScale] = Scalar(result.scale);
   feeds[kUpdateMicroBatches] = Scalar(micro_batches);
-  feeds[kUpdateLoss] = Scalar(result.loss);
+  feeds[kUpdateLoss] = loss;
   feeds[kUpdateLearningRate] =
       Scalar(ScheduledLearningRate(config_.schedule, config_.optimizer.learning_rate, optimizer_.step_count()));
   feeds[kUpdateStep] = Scalar(optimizer_.step_count());
@@ -115,10 +211,13 @@ Status Trainer::Update(std::vector<Tensor> gradients, int64_t micro_batches, Ste
     for (int k = 0; k < num_slots; ++k) feeds[update_.slot_inputs[k][p]] = optimizer_.slots(k)[p];
   }
   ONNX_AMP_ASSIGN_OR_RETURN(RunResult run, update_executor_->Run(feeds));
+  if (while_queued) ONNX_AMP_RETURN_IF_ERROR(while_queued());
   ONNX_AMP_ASSERT(run.outputs.size() == 2 + parameters.size() * (1 + num_slots),
                   "update graph outputs: skip, first non-finite, then each parameter's weight and slots");
-  bool skip = *run.outputs[0].tensor.data<bool>();
-  int64_t first = *run.outputs[1].tensor.data<int64_t>();
+  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor skip_flag, OnHost(run.outputs[0].tensor));
+  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor first_index, OnHost(run.outputs[1].tensor));
+  bool skip = *skip_flag.data<bool>();
+  int64_t first = *first_index.data<int64_t>();
   if (sync_ != nullptr) ONNX_AMP_RETURN_IF_ERROR(sync_->AgreeOnSkip(skip, first, scaler_.state().steps + 1));
   ONNX_AMP_ASSERT(first < static_cast<int64_t>(parameters.size()), "first non-finite gradient index out of range");
   // The first non-finite gradient names the overflow; a non-finite loss only without one.
@@ -141,7 +240,9 @@ Status Trainer::Update(std::vector<Tensor> gradients, int64_t micro_batches, Ste
 }
 
 Status Trainer::Evaluate(const Batch& batch, EvalResult& result) {
-  ONNX_AMP_ASSIGN_OR_RETURN(RunResult run, eval_->Run(Feeds(batch)));
+  ONNX_AMP_RETURN_IF_ERROR(MoveStateToDevice());
+  ONNX_AMP_ASSIGN_OR_RETURN(const auto feeds, Feeds(batch));
+  ONNX_AMP_ASSIGN_OR_RETURN(RunResult run, eval_->Run(feeds));
   const int64_t n = batch.data.dim(0);
   result.loss_sum += static_cast<double>(*run.outputs[0].tensor.data<float>()) * static_cast<double>(n);
   result.count += n;

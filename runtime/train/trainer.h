@@ -18,6 +18,7 @@
 // `onnx-amp run` can check against a reference.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -34,7 +35,12 @@
 
 namespace onnx_amp {
 
+class Device;
+
 struct TrainerConfig {
+  // Runs both graphs on this device where it has kernels (nullptr: the CPU); weights and
+  // optimizer slots then live on the device between steps.
+  Device* device = nullptr;
   OptimizerConfig optimizer;
   LrSchedule schedule;
   LossScalerConfig scaler;
@@ -65,13 +71,24 @@ class Trainer {
  public:
   static Expected<std::unique_ptr<Trainer>> Create(TrainingGraph graph, const TrainerConfig& config);
 
-  // One optimizer step over `micro_batches` (at least one).
-  Expected<StepResult> Step(std::span<const Batch> micro_batches);
+  // One optimizer step over `micro_batches` (at least one). `while_queued` runs once the
+  // step's device work is queued and before its results are awaited (the training loop
+  // makes and stages the next batch there).
+  Expected<StepResult> Step(std::span<const Batch> micro_batches, const std::function<Status()>& while_queued = {});
+  // On a device: starts copying `batch` there (through page-locked memory, on the copy
+  // queue, beside the queued step); the next Step or Evaluate given this batch takes the
+  // copy. Does nothing on the CPU.
+  Status Stage(const Batch& batch);
+  bool stages_batches() const { return config_.device != nullptr; }
   // Adds one batch's loss and accuracy to `result`; weights unchanged.
   Status Evaluate(const Batch& batch, EvalResult& result);
 
   const TrainingGraph& graph() const { return graph_; }
   const onnx::ModelProto& update_model() const { return update_.model; }
+  // The master weights and the optimizer's slots live on the device while training on
+  // one; call MoveStateToHost() before reading or replacing them on the host (the next
+  // Step or Evaluate takes them back).
+  Status MoveStateToHost();
   std::vector<NamedTensor>& weights() { return graph_.parameters; }
   Optimizer& optimizer() { return optimizer_; }
   LossScaler& scaler() { return scaler_; }
@@ -83,9 +100,16 @@ class Trainer {
 
  private:
   Trainer(TrainingGraph graph, UpdateGraph update, const TrainerConfig& config, std::vector<Shape> shapes);
-  std::map<std::string, Tensor> Feeds(const Batch& batch) const;
-  // Runs the update graph on the step's summed gradients and takes its results.
-  Status Update(std::vector<Tensor> gradients, int64_t micro_batches, StepResult& result);
+  // The batch's tensors as the graphs are fed them: its staged device copy when it has one.
+  Expected<std::map<std::string, Tensor>> Feeds(const Batch& batch);
+  // Runs the update graph on the step's summed gradients and `loss` (the float32 mean
+  // loss, on the host or the device) and takes its results.
+  Status Update(std::vector<Tensor> gradients, int64_t micro_batches, const Tensor& loss, StepResult& result,
+                const std::function<Status()>& while_queued);
+  // Weights and slots onto the device the graphs run on (nothing on the CPU).
+  Status MoveStateToDevice();
+  // A host copy of a graph output (the tensor itself on the CPU).
+  Expected<Tensor> OnHost(const Tensor& tensor) const;
 
   TrainingGraph graph_;
   UpdateGraph update_;
@@ -96,6 +120,18 @@ class Trainer {
   std::unique_ptr<Executor> eval_;
   std::unique_ptr<Executor> update_executor_;
   std::vector<Tensor> sums_;  // float32 gradient sums, used when a step has several micro-batches
+
+  // Two staging slots in turn: a batch's page-locked copy and device copy. A slot is
+  // rewritten two stages later, when the step that read it has finished (every step
+  // waits for its results).
+  struct StagedBatch {
+    const void* host_data = nullptr;  // the staged batch's host tensors; nullptr: free
+    const void* host_target = nullptr;
+    std::shared_ptr<Buffer> pinned;
+    Batch on_device;
+  };
+  StagedBatch staged_[2];
+  int next_slot_ = 0;
   ReplicaSync* sync_ = nullptr;
 };
 

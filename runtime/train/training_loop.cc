@@ -99,10 +99,28 @@ class TrainingRun {
 
   Status Run() {
     ONNX_AMP_RETURN_IF_ERROR(Start());
+    std::vector<Batch> prefetched;
     while (position_.global_step < plan_.total_steps) {
-      ONNX_AMP_ASSIGN_OR_RETURN(std::vector<Batch> micro_batches, NextMicroBatches());
+      std::vector<Batch> micro_batches = std::move(prefetched);
+      prefetched.clear();
+      if (micro_batches.empty()) {
+        ONNX_AMP_ASSIGN_OR_RETURN(micro_batches, MicroBatches(position_.batch, order_));
+      }
       const auto start = Clock::now();
-      ONNX_AMP_ASSIGN_OR_RETURN(StepResult step, trainer_.Step(micro_batches));
+      // On a device, the next step's batch is made and its copy started while this
+      // step runs.
+      const auto prefetch = [&]() -> Status {
+        if (!trainer_.stages_batches() || options_.accumulation_steps != 1 ||
+            position_.global_step + 1 >= plan_.total_steps) {
+          return Status::Ok();
+        }
+        const bool next_epoch = position_.batch + 1 == plan_.steps_per_epoch;
+        if (next_epoch) next_order_ = EpochOrder(data_.train.size(), position_.seed, position_.epoch + 1);
+        ONNX_AMP_ASSIGN_OR_RETURN(prefetched, MicroBatches(next_epoch ? 0 : position_.batch + 1,
+                                                           next_epoch ? next_order_ : order_));
+        return trainer_.Stage(prefetched.front());
+      };
+      ONNX_AMP_ASSIGN_OR_RETURN(StepResult step, trainer_.Step(micro_batches, prefetch));
       const double step_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
       ++position_.batch;
       ++position_.global_step;
@@ -162,14 +180,15 @@ class TrainingRun {
     return Status::Ok();
   }
 
-  // Ranks split every step's samples into contiguous shards, rank 0 first, so N ranks see
-  // together what one rank with N times the batch would see.
-  Expected<std::vector<Batch>> NextMicroBatches() const {
+  // The micro-batches of step `batch` of the epoch whose shuffle is `order`. Ranks split
+  // every step's samples into contiguous shards, rank 0 first, so N ranks see together what
+  // one rank with N times the batch would see.
+  Expected<std::vector<Batch>> MicroBatches(int64_t batch, const std::vector<int64_t>& order) const {
     std::vector<Batch> micro_batches;
     for (int64_t k = 0; k < options_.accumulation_steps; ++k) {
-      const int64_t micro_batch = (position_.batch * ranks_ + rank_) * options_.accumulation_steps + k;
+      const int64_t micro_batch = (batch * ranks_ + rank_) * options_.accumulation_steps + k;
       const int64_t start = micro_batch * options_.batch_size;
-      std::span<const int64_t> indices(order_.data() + start, static_cast<size_t>(options_.batch_size));
+      std::span<const int64_t> indices(order.data() + start, static_cast<size_t>(options_.batch_size));
       ONNX_AMP_ASSIGN_OR_RETURN(Batch batch, MakeBatch(data_.train, indices, layout_.sample, trainer_.graph().loss,
                                                        layout_.classes));
       micro_batches.push_back(std::move(batch));
@@ -224,7 +243,8 @@ class TrainingRun {
   std::filesystem::path checkpoint_;
   MetricsFile metrics_;
   DataPosition position_;
-  std::vector<int64_t> order_;  // this epoch's shuffle
+  std::vector<int64_t> order_;       // this epoch's shuffle
+  std::vector<int64_t> next_order_;  // the next epoch's, while its first batch is prefetched
   Clock::time_point epoch_start_;
   double epoch_loss_ = 0.0;
   int64_t epoch_steps_ = 0;

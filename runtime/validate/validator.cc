@@ -168,6 +168,7 @@ Expected<ValidationReport> ValidateModels(const onnx::ModelProto& reference, con
   ExecutorOptions capture_everything;
   capture_everything.capture_all = true;  // the first divergence needs every value
   capture_everything.max_memory_bytes = options.max_memory_bytes;
+  capture_everything.device = options.device;
   ONNX_AMP_ASSIGN_OR_RETURN(std::unique_ptr<Executor> reference_executor,
                             Executor::Create(reference, capture_everything));
   ONNX_AMP_ASSIGN_OR_RETURN(std::unique_ptr<Executor> mixed_executor, Executor::Create(mixed, capture_everything));

@@ -20,11 +20,14 @@ namespace onnx { class ModelProto; }
 
 namespace onnx_amp {
 
+class Device;
+
 struct ValidateOptions {
   bool per_node = false;
   std::optional<Tolerance> tolerance;             // overrides the derived rule everywhere
   std::map<std::string, Tolerance> per_output;   // overrides for named outputs
   size_t max_memory_bytes = 0;                    // ExecutorOptions::max_memory_bytes of both runs
+  Device* device = nullptr;                       // ExecutorOptions::device of both runs
 };
 
 struct TensorComparison {

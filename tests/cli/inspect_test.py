@@ -226,8 +226,16 @@ class UsageTest(unittest.TestCase):
     def test_version_says_whether_cuda_is_compiled_in(self):
         result = run_cli("--version")
         self.assertEqual(result.returncode, 0)
+        lines = result.stdout.strip().splitlines()
         cuda = "compiled in" if ARGS.cuda else "not compiled in"
-        self.assertRegex(result.stdout.strip(), r"^onnx-amp \d+\.\d+\.\d+ \(CUDA support: %s\)$" % cuda)
+        self.assertRegex(lines[0], r"^onnx-amp \d+\.\d+\.\d+ \(CUDA support: %s\)$" % cuda)
+        if ARGS.cuda:
+            # The libraries loaded, then those the build was compiled against.
+            version = r"\d+\.\d+(\.\d+)?"
+            self.assertRegex(lines[1], r"^CUDA runtime (%s|unavailable), cuBLASLt %s, cuDNN %s \(built with CUDA %s, "
+                                       r"cuBLASLt %s, cuDNN %s\)$" % ((version,) * 6))
+        else:
+            self.assertEqual(len(lines), 1)
 
     def test_unknown_flag(self):
         result = run_cli("inspect", "--no-such-flag", os.devnull)

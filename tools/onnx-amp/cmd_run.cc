@@ -20,6 +20,7 @@
 #include "runtime/io/tensor_proto.h"
 #include "runtime/onnx/model_io.h"
 #include "tools/onnx-amp/command.h"
+#include "tools/onnx-amp/device_flag.h"
 #include "tools/onnx-amp/memory_flag.h"
 
 namespace onnx_amp {
@@ -39,6 +40,7 @@ struct RunOptions {
   int threads = 0;
   bool no_fuse = false;
   std::string max_memory;
+  DeviceFlags device;
 };
 
 // Splits "NAME=VALUE" for the flag `flag`.
@@ -185,6 +187,8 @@ Status WriteText(const std::string& text) {
 
 Status RunModel(const RunOptions& options) {
   ExecutorOptions executor_options;
+  ONNX_AMP_ASSIGN_OR_RETURN(const std::unique_ptr<Device> device, OpenDevice(options.device));
+  executor_options.device = device.get();
   ONNX_AMP_ASSIGN_OR_RETURN(executor_options.max_memory_bytes, ParseMaxMemoryFlag(options.max_memory));
   ONNX_AMP_ASSIGN_OR_RETURN(const onnx::ModelProto model, LoadModel(options.model));
   executor_options.num_threads = options.threads;
@@ -221,7 +225,7 @@ Status RunModel(const RunOptions& options) {
 
 void AddRunCommand(CLI::App& app, CommandRunner& runner) {
   auto options = std::make_shared<RunOptions>();
-  CLI::App* command = app.add_subcommand("run", "Run a model on the CPU executor");
+  CLI::App* command = app.add_subcommand("run", "Run a model on the CPU (or with --device cuda on the GPU)");
   command->add_option("MODEL", options->model, "ONNX model file")->required();
   command->add_option("--inputs", options->inputs_npz, "An .npz whose arrays are named by input name");
   command->add_option("--input", options->inputs, "NAME=FILE: one input from an .npy, .pb or .npz file");
@@ -235,6 +239,7 @@ void AddRunCommand(CLI::App& app, CommandRunner& runner) {
   command->add_flag("--no-fuse", options->no_fuse,
                     "Run each node as its own step (no Conv/Gemm/MatMul + activation fusion)");
   AddMaxMemoryFlag(*command, options->max_memory);
+  AddDeviceFlags(*command, options->device);
   runner.Bind(*command, [options] { return RunModel(*options); });
 }
 

@@ -1,6 +1,7 @@
 // `onnx-amp train MODEL --data PATH [...]`: trains a float32 model on the CPU executor
-// with float32 master weights, optionally under a mixed policy with loss scaling. This
-// file parses the flags, converts the model for the policy, and prints; the run itself
+// (or, with --device cuda, on the GPU) with float32 master weights, optionally under a
+// mixed policy with loss scaling. This file parses the flags, converts the model for
+// the policy, and prints; the run itself
 // is runtime/train (training_loop.h): each step runs the training graph per
 // micro-batch, then the update graph (trainer.h). Progress goes to stderr, a summary per
 // epoch to stdout, one JSON line per step to --metrics; checkpoints are written
@@ -22,6 +23,7 @@
 #include "runtime/train/training_graph.h"
 #include "runtime/train/training_loop.h"
 #include "tools/onnx-amp/command.h"
+#include "tools/onnx-amp/device_flag.h"
 #include "tools/onnx-amp/memory_flag.h"
 #include "tools/onnx-amp/train_distributed.h"
 
@@ -49,6 +51,7 @@ struct TrainOptions {
   std::string save_training_graph;
   int threads = 0;
   std::string max_memory;
+  DeviceFlags device;
   DistributedFlags distributed;
 };
 
@@ -125,6 +128,7 @@ std::filesystem::path UpdateGraphPath(const std::filesystem::path& path) {
 
 Status ExportModel(const onnx::ModelProto& original, Trainer& trainer, const std::string& path,
                    const std::string& policy_name) {
+  ONNX_AMP_RETURN_IF_ERROR(trainer.MoveStateToHost());
   ONNX_AMP_ASSIGN_OR_RETURN(onnx::ModelProto model, WithTrainedWeights(original, trainer.weights()));
   ONNX_AMP_ASSIGN_OR_RETURN(PolicyKind policy, ParsePolicyKind(policy_name));
   ONNX_AMP_ASSIGN_OR_RETURN(model, ConvertForPolicy(std::move(model), policy, ConvertTarget::kPortable));
@@ -174,6 +178,11 @@ Status TrainRank(const TrainOptions& options, DistributedTraining* distributed) 
   Expected<TrainingGraph> graph = TrainingGraphFor(model, policy, loss);
   if (!graph.ok()) return graph.status().WithContext(options.model);
   ONNX_AMP_ASSIGN_OR_RETURN(TrainerConfig config, MakeTrainerConfig(options, policy, plan.total_steps));
+  ONNX_AMP_ASSIGN_OR_RETURN(const std::unique_ptr<Device> device, OpenDevice(options.device));
+  if (device != nullptr && ranks > 1) {
+    return InvalidArgument("--device " + options.device.device + ": data-parallel training under mpirun runs on the CPU");
+  }
+  config.device = device.get();
   if (distributed != nullptr && options.threads == 0) config.num_threads = distributed->DefaultThreads();
   ONNX_AMP_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(std::move(*graph), config));
   if (distributed != nullptr) {
@@ -243,6 +252,7 @@ void AddTrainCommand(CLI::App& app, CommandRunner& runner) {
                       "update)");
   command->add_option("--threads", o->threads, "Worker threads (0: one per core)")->check(CLI::NonNegativeNumber);
   AddMaxMemoryFlag(*command, o->max_memory);
+  AddDeviceFlags(*command, o->device);
   AddDistributedFlags(*command, o->distributed);
   runner.Bind(*command, [o] { return Train(*o); });
 }

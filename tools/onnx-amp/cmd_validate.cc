@@ -18,6 +18,7 @@
 #include "runtime/validate/report_format.h"
 #include "runtime/validate/validator.h"
 #include "tools/onnx-amp/command.h"
+#include "tools/onnx-amp/device_flag.h"
 #include "tools/onnx-amp/memory_flag.h"
 #include "tools/onnx-amp/opset_flags.h"
 #include "tools/onnx-amp/sample_flags.h"
@@ -34,6 +35,7 @@ struct ValidateFlags {
   bool per_node = false;
   std::string report;
   std::string max_memory;
+  DeviceFlags device;
   SampleFlags samples;
 };
 
@@ -66,6 +68,8 @@ Status RunValidate(const ValidateFlags& flags) {
   ONNX_AMP_ASSIGN_OR_RETURN(ValidateOptions options, ToleranceOptions(flags.samples));
   options.per_node = flags.per_node;
   ONNX_AMP_ASSIGN_OR_RETURN(options.max_memory_bytes, ParseMaxMemoryFlag(flags.max_memory));
+  ONNX_AMP_ASSIGN_OR_RETURN(const std::unique_ptr<Device> device, OpenDevice(flags.device));
+  options.device = device.get();
   ONNX_AMP_ASSIGN_OR_RETURN(const onnx::ModelProto model, LoadModel(flags.model));
   ONNX_AMP_ASSIGN_OR_RETURN(const MixedModel mixed, LoadOrConvert(flags, model));
   Expected<std::vector<InputSpec>> inputs = GraphInputSpecs(model.graph());
@@ -105,6 +109,7 @@ void AddValidateCommand(CLI::App& app, CommandRunner& runner) {
   command->add_option("--report", flags->report, "write the JSON validation report here");
   AddSampleFlags(*command, flags->samples);
   AddMaxMemoryFlag(*command, flags->max_memory);
+  AddDeviceFlags(*command, flags->device);
   runner.Bind(*command, [flags] { return RunValidate(*flags); });
 }
 

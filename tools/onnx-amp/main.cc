@@ -13,16 +13,19 @@
 
 #include "tools/onnx-amp/cli_errors.h"
 #include "tools/onnx-amp/command.h"
+#include "tools/onnx-amp/device_flag.h"
 
 namespace {
 
-std::string VersionLine() {
+// The version, and with CUDA compiled in a second line with the CUDA runtime, cuBLASLt
+// and cuDNN versions loaded and built against.
+std::string VersionText() {
 #if ONNX_AMP_WITH_CUDA
-  const char* cuda = "compiled in";
+  return std::string("onnx-amp ") + ONNX_AMP_VERSION + " (CUDA support: compiled in)\n" +
+         onnx_amp::DeviceLibraryVersions();
 #else
-  const char* cuda = "not compiled in";
+  return std::string("onnx-amp ") + ONNX_AMP_VERSION + " (CUDA support: not compiled in)";
 #endif
-  return std::string("onnx-amp ") + ONNX_AMP_VERSION + " (CUDA support: " + cuda + ")";
 }
 
 }  // namespace
@@ -30,7 +33,7 @@ std::string VersionLine() {
 int main(int argc, char** argv) {
   using namespace onnx_amp;
   CLI::App app{"onnx-amp: mixed-precision conversion, execution, validation and training for ONNX models"};
-  app.set_version_flag("--version", VersionLine());
+  app.set_version_flag("--version", VersionText);
   app.require_subcommand(0, 1);
 
   CommandRunner runner;

@@ -1,0 +1,82 @@
+// Test utility: a Device of kind kCuda whose memory is host memory (through the real
+// CachingAllocator) and whose kernels are CPU kernels registered for kCuda, so that the
+// device path of the executor and the trainer (placement, copy steps, device pools,
+// state moves) runs and is checked on a machine without a GPU. It counts the copies in
+// each direction.
+#pragma once
+
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "ops/kernel_registry.h"
+#include "runtime/exec/caching_allocator.h"
+#include "runtime/exec/device.h"
+
+namespace onnx_amp::testing {
+
+class HostBackedDevice final : public Device {
+ public:
+  // `kernels`: the CPU kernels the device takes, as kCuda kernels (see MirrorKernels).
+  explicit HostBackedDevice(KernelRegistry kernels)
+      : kernels_(std::move(kernels)), allocator_(CachingAllocator::Create(std::make_unique<Memory>())) {}
+
+  DeviceKind kind() const override { return DeviceKind::kCuda; }
+  std::string Describe() const override { return "host-backed test device"; }
+  const KernelRegistry& kernels() const override { return kernels_; }
+  Expected<std::shared_ptr<Buffer>> Allocate(size_t bytes) override { return allocator_->Allocate(bytes); }
+  Status CopyFromHost(void* device_destination, const void* host, size_t bytes) override {
+    ++copies_to_device;
+    if (bytes > 0) std::memcpy(device_destination, host, bytes);
+    return Status::Ok();
+  }
+  Status CopyToHost(void* host, const void* device_source, size_t bytes) override {
+    ++copies_to_host;
+    if (bytes > 0) std::memcpy(host, device_source, bytes);
+    return Status::Ok();
+  }
+  Status CopyOnDevice(void* destination, const void* source, size_t bytes) override {
+    if (bytes > 0) std::memmove(destination, source, bytes);
+    return Status::Ok();
+  }
+  Status Synchronize() override { return Status::Ok(); }
+
+  CachingAllocatorStats memory_stats() const { return allocator_->stats(); }
+
+  int copies_to_device = 0;
+  int copies_to_host = 0;
+
+ private:
+  class Memory final : public RawDeviceMemory {
+   public:
+    DeviceKind kind() const override { return DeviceKind::kCuda; }
+    Expected<void*> Allocate(size_t bytes) override {
+      void* data = std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+      if (data == nullptr) return Unsupported("out of host memory");
+      return data;
+    }
+    void Free(void* data) override { std::free(data); }
+  };
+
+  KernelRegistry kernels_;
+  std::shared_ptr<CachingAllocator> allocator_;
+};
+
+// The CPU kernels of `cpu` that `take` accepts, registered for kCuda (with `adjust`
+// applied to each definition).
+inline KernelRegistry MirrorKernels(const KernelRegistry& cpu, const std::function<bool(const KernelDef&)>& take,
+                                    const std::function<void(KernelDef&)>& adjust = {}) {
+  KernelRegistry mirror;
+  for (const KernelDef* def : cpu.All()) {
+    if (!take(*def)) continue;
+    KernelDef copy = *def;
+    copy.device = DeviceKind::kCuda;
+    if (adjust) adjust(copy);
+    mirror.Register(copy);
+  }
+  return mirror;
+}
+
+}  // namespace onnx_amp::testing

@@ -1,0 +1,31 @@
+// --device cpu|cuda and --allow-tf32 for the commands that run models (run, validate,
+// train). `cuda` opens GPU 0 with the CUDA kernels; nodes they do not cover run on the
+// CPU. Without a usable GPU, or in a build without CUDA, --device cuda is an error that
+// says why.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+
+#include "runtime/core/status.h"
+#include "runtime/exec/device.h"
+
+namespace onnx_amp {
+
+struct DeviceFlags {
+  std::string device = "cpu";
+  bool allow_tf32 = false;
+};
+
+void AddDeviceFlags(CLI::App& command, DeviceFlags& flags);
+
+// nullptr for --device cpu; the opened device for cuda.
+Expected<std::unique_ptr<Device>> OpenDevice(const DeviceFlags& flags);
+
+// The libraries behind --device cuda, for --version: "CUDA runtime ..., cuBLASLt ...,
+// cuDNN ...", or why there are none.
+std::string DeviceLibraryVersions();
+
+}  // namespace onnx_amp
