@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <mutex>
 #include <new>
+#include <optional>
 
 #include "ops/kernel_registry.h"
 #include "runtime/core/limits.h"
@@ -25,8 +27,8 @@ double SecondsSince(Clock::time_point start) {
 }
 
 struct RunState {
-  explicit RunState(size_t max_memory_bytes) : pool(max_memory_bytes) {}
-  MemoryPool pool;
+  explicit RunState(MemoryPool& pool) : pool(pool) {}
+  MemoryPool& pool;
   RunStats stats;
   ThreadPool* threads = nullptr;
   bool prepack_weights = true;
@@ -108,6 +110,24 @@ class NodeContext final : public KernelContext {
     return slot;
   }
 
+  Expected<Tensor> ScratchFloat32(int64_t elements) override {
+    const size_t bytes = static_cast<size_t>(std::max<int64_t>(elements, 0)) * sizeof(float);
+    std::shared_ptr<Buffer> buffer = state_.pool.Allocate(bytes);
+    if (!buffer) {
+      return Error(ErrorCode::kUnsupported, "a work buffer of " + std::to_string(bytes) +
+                                                " bytes passes the memory cap of " +
+                                                std::to_string(state_.pool.limit_bytes()) + " bytes (--max-memory)");
+    }
+    scratch_buffers_.push_back(buffer.get());
+    return Tensor(DType::kFloat32, {elements}, std::move(buffer));
+  }
+
+  // Work buffers go back to the pool once the kernel has dropped them.
+  void ReleaseScratch() {
+    for (const Buffer* buffer : scratch_buffers_) state_.pool.ReleaseIfUnused(buffer);
+    scratch_buffers_.clear();
+  }
+
   void SetOutput(int index, Tensor tensor) override {
     if (index < 0) return;
     *OutputSlot(index) = std::move(tensor);
@@ -166,6 +186,7 @@ class NodeContext final : public KernelContext {
   Frame& frame_;
   RunState& state_;
   std::deque<Tensor> scratch_;
+  std::vector<const Buffer*> scratch_buffers_;
   double subgraph_seconds_ = 0;
 };
 
@@ -184,6 +205,7 @@ Status RunSteps(Frame& frame, RunState& state) {
     NodeContext context(step, frame, state);
     const Clock::time_point start = Clock::now();
     Status status = step.kernel->compute(context);
+    context.ReleaseScratch();
     OpTime& time = state.stats.op_times[step.op_label];
     ++time.calls;
     time.seconds += SecondsSince(start) - context.subgraph_seconds();
@@ -269,7 +291,8 @@ Expected<std::unique_ptr<Executor>> Executor::Create(const onnx::ModelProto& mod
   }
   executor->threads_ = std::make_unique<ThreadPool>(options.num_threads);
   executor->prepack_weights_ = options.prepack_weights;
-  executor->max_memory_bytes_ = options.max_memory_bytes;
+  executor->pool_ = std::make_unique<MemoryPool>(options.max_memory_bytes > 0 ? options.max_memory_bytes
+                                                                               : PhysicalMemoryBytes());
   return executor;
 }
 
@@ -284,7 +307,15 @@ Expected<RunResult> Executor::Run(const std::map<std::string, Tensor>& feeds) {
   ONNX_AMP_RETURN_IF_ERROR(CheckInputs(inputs_, feeds));
   const Clock::time_point start = Clock::now();
   RunResult result;
-  RunState state(max_memory_bytes_ > 0 ? max_memory_bytes_ : PhysicalMemoryBytes());
+  // Runs keep the executor's pool and its buffers; a run started while another is in
+  // progress on another thread gets a pool of its own.
+  std::unique_lock<std::mutex> pool_lock(pool_mutex_, std::try_to_lock);
+  std::optional<MemoryPool> own_pool;
+  if (!pool_lock.owns_lock()) own_pool.emplace(pool_->limit_bytes());
+  MemoryPool& pool = own_pool ? *own_pool : *pool_;
+  pool.StartRun();
+  const RuntimeThreadsScope runtime_threads(threads_->num_threads());
+  RunState state(pool);
   state.threads = threads_.get();
   state.prepack_weights = prepack_weights_;
   state.capture_slots = &capture_slots_;
