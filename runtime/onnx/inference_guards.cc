@@ -2,6 +2,7 @@
 
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 
 #include <onnx/defs/schema.h>
@@ -74,22 +75,79 @@ void CheckConvTransposeOperands(onnx::InferenceContext& ctx) {
   }
 }
 
-// Runs `check` before the op's own inference function, in every opset version of the op.
-void Guard(const char* op_type, void (*check)(onnx::InferenceContext&)) {
+// What ONNX 1.18's convolution and pooling inference assume: strides > 0 (they divide by
+// each stride; a zero one stops the process with SIGFPE).
+void CheckPositiveStrides(onnx::InferenceContext& ctx) {
+  const onnx::AttributeProto* strides = ctx.getAttribute("strides");
+  if (strides == nullptr) return;
+  for (const int64_t stride : strides->ints()) {
+    if (stride <= 0) fail_shape_inference("strides must be positive, got ", stride);
+  }
+}
+
+// Data propagation follows shape-like integer vectors (Shape -> Slice -> Concat ...). For an
+// input it has no value of, ONNX 1.18 makes one unknown entry per element of the input's
+// static length: a Range over constants can have 10^16 elements, and a Concat reading it
+// then allocates until the process dies. No shape vector is that long, so propagation is
+// skipped where an input is longer than this.
+constexpr int64_t kLongestShapeValue = 4096;
+
+bool InputsAreShapeSized(onnx::DataPropagationContext& ctx) {
+  for (size_t i = 0; i < ctx.getNumInputs(); ++i) {
+    const onnx::TypeProto* type = ctx.getInputType(i);
+    if (type == nullptr || !type->has_tensor_type() || !type->tensor_type().has_shape()) continue;
+    const onnx::TensorShapeProto& shape = type->tensor_type().shape();
+    if (shape.dim_size() == 1 && shape.dim(0).has_dim_value() && shape.dim(0).dim_value() > kLongestShapeValue) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// What ONNX 1.18's Slice data propagation assumes: a Shape value of rank > 0. With an
+// empty one and a negative step it clamps start to 0 and end to -1, then reads dim 0.
+// Nothing is known about such a slice, so propagation is skipped for it.
+bool SliceDataPropagationApplies(onnx::DataPropagationContext& ctx) {
+  const onnx::TensorShapeProto* data = ctx.getInputData(0);
+  return data == nullptr || data->dim_size() > 0;
+}
+
+// Each distinct schema of `op_type` in the default domain, every opset version, as the
+// mutable object the registry owns (Schema() only hands out const views).
+template <typename Visit>
+void ForEachSchema(const char* op_type, Visit visit) {
   const auto& versions = onnx::OpSchemaRegistry::DomainToVersionRange::Instance().Map();
   const int newest = versions.at(onnx::ONNX_DOMAIN).second;
   const onnx::OpSchema* previous = nullptr;
   for (int opset = 1; opset <= newest; ++opset) {
-    // The registry owns its schemas as mutable objects; Schema() only hands out const views.
     auto* schema = const_cast<onnx::OpSchema*>(onnx::OpSchemaRegistry::Schema(op_type, opset, ""));
-    if (schema == nullptr || schema == previous || !schema->has_type_and_shape_inference_function()) continue;
+    if (schema == nullptr || schema == previous) continue;
     previous = schema;
-    onnx::InferenceFunction original = schema->GetTypeAndShapeInferenceFunction();
-    schema->TypeAndShapeInferenceFunction([check, original](onnx::InferenceContext& ctx) {
+    visit(*schema);
+  }
+}
+
+// Runs `check` before the op's own inference function, in every opset version of the op.
+void Guard(const char* op_type, void (*check)(onnx::InferenceContext&)) {
+  ForEachSchema(op_type, [check](onnx::OpSchema& schema) {
+    if (!schema.has_type_and_shape_inference_function()) return;
+    onnx::InferenceFunction original = schema.GetTypeAndShapeInferenceFunction();
+    schema.TypeAndShapeInferenceFunction([check, original](onnx::InferenceContext& ctx) {
       check(ctx);
       original(ctx);
     });
-  }
+  });
+}
+
+// Runs the op's data propagation only where `applies` says its assumptions hold.
+void GuardDataPropagation(const char* op_type, bool (*applies)(onnx::DataPropagationContext&)) {
+  ForEachSchema(op_type, [applies](onnx::OpSchema& schema) {
+    if (!schema.has_data_propagation_function()) return;
+    onnx::DataPropagationFunction original = schema.GetDataPropagationFunction();
+    schema.PartialDataPropagationFunction([applies, original](onnx::DataPropagationContext& ctx) {
+      if (applies(ctx)) original(ctx);
+    });
+  });
 }
 
 }  // namespace
@@ -99,6 +157,18 @@ void GuardShapeInference() {
   std::call_once(once, [] {
     Guard("Einsum", CheckEinsumOperands);
     Guard("ConvTranspose", CheckConvTransposeOperands);
+    for (const char* op_type : {"Conv", "ConvInteger", "QLinearConv", "ConvTranspose", "DeformConv", "MaxPool",
+                                "AveragePool", "LpPool", "MaxUnpool"}) {
+      Guard(op_type, CheckPositiveStrides);
+    }
+    GuardDataPropagation("Slice", SliceDataPropagationApplies);
+    std::set<std::string> op_types;
+    for (const onnx::OpSchema& schema : onnx::OpSchemaRegistry::get_all_schemas_with_history()) {
+      if (schema.domain() == onnx::ONNX_DOMAIN && schema.has_data_propagation_function()) {
+        op_types.insert(schema.Name());
+      }
+    }
+    for (const std::string& op_type : op_types) GuardDataPropagation(op_type.c_str(), InputsAreShapeSized);
   });
 }
 

@@ -3,12 +3,19 @@
 // failing inference. Later ONNX releases added the checks; until the pinned version has
 // them, GuardShapeInference() wraps each such function (once per process) with its
 // check, which fails inference the way ONNX's own checks do (an onnx::InferenceError).
-// Found by the graph_view and convert fuzz targets; each guard has a regression input
+// Found by the graph_view and run fuzz targets; each guard has a regression input
 // in tests/fuzz/regressions/.
 //   Einsum: an operand whose rank differs from its term in the equation, ellipses that
 //           stand for different numbers of dims, an output label no input has.
 //   ConvTranspose: a weight of rank < 2, or (without kernel_shape) of another rank than
 //           the input.
+//   Conv, ConvTranspose, pooling (and their quantized forms): a stride <= 0 (their
+//           output-size arithmetic divides by it: SIGFPE; graph_view fuzz target).
+//   Data propagation of every op: an input whose static length exceeds any shape vector's
+//           (a Range over constants can have 10^16 elements) would become one entry per
+//           element; propagation is skipped there (run fuzz target: 1.28e16 entries).
+//   Slice:  data propagation (the shape values it follows through Shape -> Slice) over an
+//           empty shape with a negative step; skipped for such a slice (run fuzz target).
 #pragma once
 
 namespace onnx_amp {

@@ -44,23 +44,80 @@ class GraphRecipe {
     values_.push_back(input->name());
   }
 
+  // Every read of the input is its own statement: the order in which a compiler evaluates
+  // function arguments is unspecified (clang goes left to right, g++ right to left), and an
+  // input must describe the same graph in the fuzzing build and the replay build. The reads
+  // follow clang's order, so inputs found by the fuzzer replay as they were found.
   void AddNode() {
     switch (in_.Int(0, 14)) {
-      case 0: Node(in_.Pick(kUnary), {Operand()}); break;
-      case 1: Node(in_.Pick(kBinary), {Operand(), Operand()}); break;
-      case 2: SetInt(Node(in_.Bool() ? "Softmax" : "LogSoftmax", {Operand()}), "axis", in_.Int(-5, 4)); break;
-      case 3: Node("Reshape", {Operand(), Ints(in_.Int(0, 4), -2, 9)}); break;
-      case 4: SetInts(Node("Transpose", {Operand()}), "perm", in_.Int(0, 4), -1, 4); break;
-      case 5: SetInt(Node("Concat", {Operand(), Operand()}), "axis", in_.Int(-4, 4)); break;
-      case 6: Node(in_.Bool() ? "ReduceSum" : "ReduceMax", {Operand(), Ints(in_.Int(0, 3), -4, 4)}); break;
-      case 7: SetInt(Node("Cast", {Operand()}), "to", in_.Pick(kCastTypes)); break;
-      case 8: Node("Slice", {Operand(), Ints(1, -5, 5), Ints(1, -5, 9), Ints(1, -3, 3), Ints(1, -2, 2)}); break;
-      case 9: SetInt(Node("Gather", {Operand(), Ints(in_.Int(0, 3), -5, 5)}), "axis", in_.Int(-3, 3)); break;
-      // Shapes from the data, up to 2^20 and 2^24 per dim: the memory cap must hold.
-      case 10:
-        Node(in_.Bool() ? "Expand" : "Tile", {Operand(), Ints(in_.Int(0, 4), -1, 1 << in_.Int(0, 20))});
+      case 0: {
+        const char* op = in_.Pick(kUnary);
+        Node(op, {Operand()});
         break;
-      case 11: Node("ConstantOfShape", {Ints(in_.Int(0, 4), -1, 1 << in_.Int(0, 24))}); break;
+      }
+      case 1: {
+        const char* op = in_.Pick(kBinary);
+        Node(op, {Operand(), Operand()});
+        break;
+      }
+      case 2: {
+        const char* op = in_.Bool() ? "Softmax" : "LogSoftmax";
+        onnx::NodeProto* node = Node(op, {Operand()});
+        SetInt(node, "axis", in_.Int(-5, 4));
+        break;
+      }
+      case 3: {
+        const std::string data = Operand();
+        const int64_t rank = in_.Int(0, 4);
+        Node("Reshape", {data, Ints(rank, -2, 9)});
+        break;
+      }
+      case 4: {
+        onnx::NodeProto* node = Node("Transpose", {Operand()});
+        const int64_t rank = in_.Int(0, 4);
+        SetInts(node, "perm", rank, -1, 4);
+        break;
+      }
+      case 5: {
+        onnx::NodeProto* node = Node("Concat", {Operand(), Operand()});
+        SetInt(node, "axis", in_.Int(-4, 4));
+        break;
+      }
+      case 6: {
+        const char* op = in_.Bool() ? "ReduceSum" : "ReduceMax";
+        const std::string data = Operand();
+        const int64_t count = in_.Int(0, 3);
+        Node(op, {data, Ints(count, -4, 4)});
+        break;
+      }
+      case 7: {
+        onnx::NodeProto* node = Node("Cast", {Operand()});
+        SetInt(node, "to", in_.Pick(kCastTypes));
+        break;
+      }
+      case 8: Node("Slice", {Operand(), Ints(1, -5, 5), Ints(1, -5, 9), Ints(1, -3, 3), Ints(1, -2, 2)}); break;
+      case 9: {
+        const std::string data = Operand();
+        const int64_t count = in_.Int(0, 3);
+        onnx::NodeProto* node = Node("Gather", {data, Ints(count, -5, 5)});
+        SetInt(node, "axis", in_.Int(-3, 3));
+        break;
+      }
+      // Shapes from the data, up to 2^20 and 2^24 per dim: the memory cap must hold.
+      case 10: {
+        const char* op = in_.Bool() ? "Expand" : "Tile";
+        const std::string data = Operand();
+        const int64_t rank = in_.Int(0, 4);
+        const int64_t largest = int64_t{1} << in_.Int(0, 20);
+        Node(op, {data, Ints(rank, -1, largest)});
+        break;
+      }
+      case 11: {
+        const int64_t rank = in_.Int(0, 4);
+        const int64_t largest = int64_t{1} << in_.Int(0, 24);
+        Node("ConstantOfShape", {Ints(rank, -1, largest)});
+        break;
+      }
       case 12: Node("Range", {Scalar(), Scalar(), Scalar()}); break;
       case 13: {
         onnx::NodeProto* gemm = Node("Gemm", {Operand(), Operand()});
