@@ -47,7 +47,9 @@ Status RunDnnlMatMul(const MatMulProblem& problem, dt operand_type, const void* 
   const bool need_optimized = operand_type != dt::f32;
   const std::string key = ProblemKey(problem, operand_type) + ActivationKey(post_op) + (packed ? "/packed" : "") +
                           (has_bias ? "/bias" : "") + (c.type == dt::f32 ? "" : "/low");
-  ONNX_AMP_ASSIGN_OR_RETURN(auto primitive, dnn::CachedPrimitive(key, [&]() {
+  double multiply_adds = static_cast<double>(problem.a_dims.back());
+  for (const dnnl::memory::dim extent : problem.c_dims) multiply_adds *= static_cast<double>(extent);
+  ONNX_AMP_ASSIGN_OR_RETURN(auto primitive, dnn::CachedPrimitive(key, multiply_adds, [&]() {
     dnnl::primitive_attr attr;
     dnn::PrepareAttr(attr);
     if (problem.alpha != 1.0f) attr.set_output_scales(0, {problem.alpha});

@@ -60,6 +60,8 @@ void ThreadPool::ParallelFor(int64_t total, int64_t grain, const std::function<v
   GOMP_parallel(RunChunks, &job, static_cast<unsigned>(threads), 0);
 }
 
+int RuntimeThreads() { return omp_get_max_threads(); }
+
 RuntimeThreadsScope::RuntimeThreadsScope(int num_threads) : previous_(omp_get_max_threads()) {
   omp_set_num_threads(num_threads);
 }

@@ -29,6 +29,9 @@ class ThreadPool {
   int num_threads_;
 };
 
+// The number of threads oneDNN's primitives use on the calling thread.
+int RuntimeThreads();
+
 // Sets the number of threads oneDNN's primitives use on the calling thread (its OpenMP
 // thread count) for the scope's lifetime, and restores the previous count after.
 class RuntimeThreadsScope {
