@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "ops/elementwise/cast_math.h"
 #include "runtime/core/convert.h"
 #include "runtime/core/float16.h"
 
@@ -20,7 +21,9 @@ inline constexpr bool kIsLowPrecision = std::is_same_v<T, Float16> || std::is_sa
 template <typename T>
 using ComputeType = std::conditional_t<kIsLowPrecision<T>, float, T>;
 
-// dst[i] = src[i] converted to C.
+// dst[i] = src[i] converted to C. A floating-point value beyond an integer C saturates and
+// NaN gives 0, as in Cast (a plain conversion would be undefined behaviour): integer Pow,
+// computed in double, overflows this way.
 template <typename S, typename C>
 inline void LoadAs(const S* src, C* dst, int64_t n) {
   if constexpr (kIsLowPrecision<S>) {
@@ -31,12 +34,12 @@ inline void LoadAs(const S* src, C* dst, int64_t n) {
         ConvertBFloat16ToFloat(reinterpret_cast<const uint16_t*>(src), dst, static_cast<size_t>(n));
       }
     } else {
-      for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<C>(src[i].ToFloat());
+      for (int64_t i = 0; i < n; ++i) dst[i] = CastValue<S, C>(src[i]);
     }
   } else if constexpr (kIsLowPrecision<C>) {
     for (int64_t i = 0; i < n; ++i) dst[i] = C::FromFloat(static_cast<float>(src[i]));
   } else {
-    for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<C>(src[i]);
+    for (int64_t i = 0; i < n; ++i) dst[i] = CastValue<S, C>(src[i]);
   }
 }
 

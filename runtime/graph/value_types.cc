@@ -104,6 +104,7 @@ onnx::ModelProto* InferenceCopy(const onnx::ModelProto& model, const OpsetMap& o
 
 // Runs inference in place; false when it gave up (the declared types are used then).
 bool RunShapeInference(onnx::ModelProto& model) {
+  if (!CheckTensorsForInference(model).ok()) return false;  // decoding the tensor fails later, by name
   GuardShapeInference();
   try {
     const onnx::ShapeInferenceOptions options(/*check_type_val=*/false, /*strict_mode_val=*/0,

@@ -8,6 +8,8 @@
 #include <onnx/defs/schema.h>
 #include <onnx/defs/shape_inference.h>
 
+#include "runtime/onnx/tensor_walk.h"
+
 namespace onnx_amp {
 namespace {
 
@@ -151,6 +153,24 @@ void GuardDataPropagation(const char* op_type, bool (*applies)(onnx::DataPropaga
 }
 
 }  // namespace
+
+Status CheckTensorsForInference(const onnx::ModelProto& model) {
+  return ForEachTensor(model, [](const onnx::TensorProto& tensor, std::string_view node_name) -> Status {
+    if (!tensor.has_raw_data()) return Status::Ok();
+    size_t element_size = 0;
+    switch (tensor.data_type()) {
+      case onnx::TensorProto::INT32:
+      case onnx::TensorProto::FLOAT: element_size = 4; break;
+      case onnx::TensorProto::INT64:
+      case onnx::TensorProto::DOUBLE: element_size = 8; break;
+      default: return Status::Ok();  // ONNX's inference parses no other type
+    }
+    if (tensor.raw_data().size() % element_size == 0) return Status::Ok();
+    return InvalidModel(DescribeTensor(tensor, node_name) + ": raw_data holds " +
+                        std::to_string(tensor.raw_data().size()) + " bytes, not a whole number of " +
+                        std::to_string(element_size) + "-byte elements");
+  });
+}
 
 void GuardShapeInference() {
   static std::once_flag once;

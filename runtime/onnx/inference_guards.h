@@ -18,7 +18,18 @@
 //           empty shape with a negative step; skipped for such a slice (run fuzz target).
 #pragma once
 
+#include <onnx/onnx_pb.h>
+
+#include "runtime/core/status.h"
+
 namespace onnx_amp {
+
+// What ONNX 1.18's inference and data propagation assume of the tensors they parse
+// (initializers and Constant values of int32, int64, float and double, read for shapes,
+// axes, Range bounds ...): raw_data of a whole number of elements. A shorter one makes
+// them copy past the end of their buffer (graph_view fuzz target). InvalidModel naming
+// the tensor otherwise; run it before ONNX inference on an untrusted model.
+Status CheckTensorsForInference(const onnx::ModelProto& model);
 
 // Call before any ONNX shape inference or full check (InferShapes, check_model with
 // full_check); cheap after the first call.

@@ -13,7 +13,10 @@ namespace onnx_amp {
 
 Status CheckModel(const onnx::ModelProto& model, bool full_check) {
   ONNX_AMP_RETURN_IF_ERROR(RequireDataInMemory(model));
-  if (full_check) GuardShapeInference();
+  if (full_check) {
+    ONNX_AMP_RETURN_IF_ERROR(CheckTensorsForInference(model));
+    GuardShapeInference();
+  }
   try {
     onnx::checker::check_model(model, full_check);
   } catch (const onnx::checker::ValidationError& error) {
@@ -29,6 +32,7 @@ Status CheckModel(const onnx::ModelProto& model, bool full_check) {
 Status InferShapes(onnx::ModelProto& model, bool strict) {
   const onnx::ShapeInferenceOptions options(/*check_type_val=*/true, /*strict_mode_val=*/strict ? 1 : 0,
                                             /*data_prop_val=*/true);
+  ONNX_AMP_RETURN_IF_ERROR(CheckTensorsForInference(model));
   GuardShapeInference();
   try {
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);

@@ -259,5 +259,32 @@ TEST(OnnxChecksTest, DataPropagationSkipsInputsLongerThanAnyShape) {
   EXPECT_EQ(shape.dim_size(), 1);
 }
 
+// Slice reading `starts` whose raw_data is 3 bytes: ONNX 1.18 copied 3 bytes into an empty
+// int64 vector (graph_view fuzz target); now inference and the full check refuse it by name.
+TEST(OnnxChecksTest, RawDataOfAPartialElementIsRefusedBeforeInference) {
+  onnx::ModelProto model = AddModel({4}, {});
+  onnx::GraphProto* graph = model.mutable_graph();
+  graph->clear_node();
+  graph->mutable_input()->RemoveLast();
+  onnx::NodeProto* slice = graph->add_node();
+  slice->set_op_type("Slice");
+  slice->add_input("A");
+  for (const char* name : {"starts", "ends"}) {
+    onnx::TensorProto* tensor = graph->add_initializer();
+    tensor->set_name(name);
+    tensor->set_data_type(onnx::TensorProto_DataType_INT64);
+    tensor->add_dims(1);
+    tensor->set_raw_data(std::string(name) == "starts" ? std::string(3, '\1') : std::string(8, '\0'));
+    slice->add_input(name);
+  }
+  slice->add_output("C");
+
+  const Status inferred = InferShapes(model, /*strict=*/false);
+  EXPECT_EQ(inferred.code(), ErrorCode::kInvalidModel);
+  EXPECT_NE(inferred.message().find("tensor 'starts': raw_data holds 3 bytes"), std::string::npos)
+      << inferred.message();
+  EXPECT_EQ(CheckModel(model, /*full_check=*/true).code(), ErrorCode::kInvalidModel);
+}
+
 }  // namespace
 }  // namespace onnx_amp

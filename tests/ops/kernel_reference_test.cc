@@ -39,6 +39,19 @@ TEST(KernelReference, IntegerDivTruncatesAndModFollowsDivisorSign) {
             (std::vector<int32_t>{-1, 1, -1, 1}));
 }
 
+// Integer Pow is computed in double; a result beyond int64 saturates as Cast does (a plain
+// conversion of 3^80 or of inf would be undefined behaviour; run fuzz target).
+TEST(KernelReference, IntegerPowSaturatesBeyondTheRange) {
+  const Tensor base = MakeTensor<int64_t>({4}, {3, -3, 2, 7});
+  const Tensor exponent = MakeTensor<int64_t>({4}, {80, 81, 10, 0});
+  EXPECT_EQ(ToVector<int64_t>(RunOk(SingleNode("Pow", 15).Input(base).Input(exponent))[0]),
+            (std::vector<int64_t>{std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min(), 1024, 1}));
+  const Tensor int32_base = MakeTensor<int32_t>({2}, {10, -10});
+  const Tensor int32_exponent = MakeTensor<int32_t>({2}, {400, 401});
+  EXPECT_EQ(ToVector<int32_t>(RunOk(SingleNode("Pow", 15).Input(int32_base).Input(int32_exponent))[0]),
+            (std::vector<int32_t>{std::numeric_limits<int32_t>::max(), std::numeric_limits<int32_t>::min()}));
+}
+
 TEST(KernelReference, RoundIsHalfToEven) {
   const auto out = RunOk(SingleNode("Round", 11).Input(MakeTensor<float>({5}, {0.5f, 1.5f, 2.5f, -2.5f, 2.6f})));
   EXPECT_EQ(ToVector<float>(out[0]), (std::vector<float>{0, 2, 2, -2, 3}));
