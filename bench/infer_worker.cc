@@ -14,8 +14,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "runtime/exec/executor.h"
-#include "runtime/exec/random_inputs.h"
+#include "runtime/executor/executor.h"
+#include "runtime/executor/random_inputs.h"
 #include "runtime/onnx/model_io.h"
 
 namespace onnx_amp {

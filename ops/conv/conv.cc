@@ -7,11 +7,11 @@
 // fused_activation.h says.
 #include <string>
 
+#include "ops/common/float_compute.h"
+#include "ops/common/fused_activation.h"
+#include "ops/common/onednn_utils.h"
 #include "ops/conv/conv_kernels.h"
 #include "ops/conv/window_geometry.h"
-#include "ops/linalg/float_compute.h"
-#include "ops/linalg/fused_activation.h"
-#include "ops/linalg/onednn_utils.h"
 
 namespace onnx_amp {
 namespace {

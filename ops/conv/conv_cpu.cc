@@ -2,6 +2,7 @@
 #include "ops/conv/conv_kernels.h"
 #include "ops/cpu_kernels.h"
 #include "ops/kernel_registry.h"
+#include "runtime/core/onnx_domain.h"
 
 namespace onnx_amp {
 
@@ -15,6 +16,9 @@ void RegisterConvCpuKernels(KernelRegistry& registry) {
   registry.Register({"", "GlobalAveragePool", DeviceKind::kCpu, &GlobalAveragePoolCpu});
   registry.Register({"", "GlobalMaxPool", DeviceKind::kCpu, &GlobalMaxPoolCpu});
   registry.Register({"", "GlobalLpPool", DeviceKind::kCpu, &GlobalLpPoolCpu});
+  registry.Register({kOnnxAmpDomain, "ConvGrad", DeviceKind::kCpu, &ConvGradKernel});
+  registry.Register({kOnnxAmpDomain, "MaxPoolGrad", DeviceKind::kCpu, &MaxPoolGradKernel});
+  registry.Register({kOnnxAmpDomain, "AveragePoolGrad", DeviceKind::kCpu, &AveragePoolGradKernel});
 }
 
 }  // namespace onnx_amp

@@ -1,7 +1,7 @@
 // Gradient rules of convolution and pooling. Conv and the windowed pools use fused
 // ops of the training domain (ops/training) that take the forward attributes as they are.
+#include "ops/gradient_context.h"
 #include "ops/gradients.h"
-#include "runtime/autodiff/gradient_builder.h"
 #include "runtime/core/onnx_domain.h"
 
 namespace onnx_amp {

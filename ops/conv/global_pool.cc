@@ -4,8 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "ops/common/float_compute.h"
 #include "ops/conv/conv_kernels.h"
-#include "ops/linalg/float_compute.h"
 #include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "ops/common/float_compute.h"
 #include "ops/conv/conv_kernels.h"
 #include "ops/conv/pool_2d.h"
 #include "ops/conv/window_geometry.h"
-#include "ops/linalg/float_compute.h"
 #include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {

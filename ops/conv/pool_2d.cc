@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "ops/linalg/float_compute.h"
+#include "ops/common/float_compute.h"
 #include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {

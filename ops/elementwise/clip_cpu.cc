@@ -2,9 +2,9 @@
 // from opset 11 on; a missing bound leaves that side open.
 #include <limits>
 
+#include "ops/common/elementwise_math.h"
 #include "ops/elementwise/elementwise_families.h"
 #include "ops/elementwise/elementwise_kernel.h"
-#include "ops/elementwise/elementwise_math.h"
 #include "ops/kernel_registry.h"
 
 namespace onnx_amp {

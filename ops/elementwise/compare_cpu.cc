@@ -1,7 +1,7 @@
 // Comparisons with broadcasting, producing bool: Equal Less LessOrEqual Greater GreaterOrEqual.
+#include "ops/common/elementwise_math.h"
 #include "ops/elementwise/elementwise_families.h"
 #include "ops/elementwise/elementwise_kernel.h"
-#include "ops/elementwise/elementwise_math.h"
 #include "ops/kernel_registry.h"
 
 namespace onnx_amp {

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "ops/elementwise/block_io.h"
+#include "ops/common/block_io.h"
 #include "ops/elementwise/broadcast.h"
 #include "runtime/exec/thread_pool.h"
 

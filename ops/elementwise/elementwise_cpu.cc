@@ -13,6 +13,7 @@ void RegisterElementwiseCpuKernels(KernelRegistry& registry) {
   RegisterWhereCpuKernels(registry);
   RegisterClipCpuKernels(registry);
   RegisterCastCpuKernels(registry);
+  RegisterActivationGradCpuKernels(registry);
 }
 
 }  // namespace onnx_amp

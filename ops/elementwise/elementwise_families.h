@@ -15,5 +15,6 @@ void RegisterVariadicCpuKernels(KernelRegistry& registry);          // variadic_
 void RegisterWhereCpuKernels(KernelRegistry& registry);             // where_cpu.cc
 void RegisterClipCpuKernels(KernelRegistry& registry);              // clip_cpu.cc
 void RegisterCastCpuKernels(KernelRegistry& registry);              // cast_cpu.cc
+void RegisterActivationGradCpuKernels(KernelRegistry& registry);    // activation_grad_cpu.cc (domain ai.onnx_amp)
 
 }  // namespace onnx_amp

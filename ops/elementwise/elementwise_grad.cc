@@ -3,8 +3,8 @@
 #include <cmath>
 #include <numbers>
 
+#include "ops/gradient_context.h"
 #include "ops/gradients.h"
-#include "runtime/autodiff/gradient_builder.h"
 #include "runtime/core/onnx_domain.h"
 
 namespace onnx_amp {

@@ -7,7 +7,7 @@
 #include <string>
 #include <type_traits>
 
-#include "ops/elementwise/dtype_dispatch.h"
+#include "ops/common/dtype_dispatch.h"
 #include "ops/elementwise/elementwise_apply.h"
 #include "runtime/exec/kernel.h"
 

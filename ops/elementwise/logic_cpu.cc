@@ -1,7 +1,7 @@
 // Bitwise ops on integers (BitwiseAnd/Or/Xor/Not) and logical ops on bool (And Or Xor Not).
+#include "ops/common/elementwise_math.h"
 #include "ops/elementwise/elementwise_families.h"
 #include "ops/elementwise/elementwise_kernel.h"
-#include "ops/elementwise/elementwise_math.h"
 #include "ops/kernel_registry.h"
 
 namespace onnx_amp {

@@ -1,8 +1,8 @@
 // Unary math: Abs Neg Sign Floor Ceil Round Reciprocal Sqrt Exp Log, the trigonometric
 // and hyperbolic functions, Erf, IsNaN, IsInf.
+#include "ops/common/elementwise_math.h"
 #include "ops/elementwise/elementwise_families.h"
 #include "ops/elementwise/elementwise_kernel.h"
-#include "ops/elementwise/elementwise_math.h"
 #include "ops/kernel_registry.h"
 
 namespace onnx_amp {

@@ -2,9 +2,9 @@
 // fold in a float32 accumulator and round once at the end.
 #include <vector>
 
+#include "ops/common/elementwise_math.h"
 #include "ops/elementwise/elementwise_families.h"
 #include "ops/elementwise/elementwise_kernel.h"
-#include "ops/elementwise/elementwise_math.h"
 #include "ops/kernel_registry.h"
 
 namespace onnx_amp {

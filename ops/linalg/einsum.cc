@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "ops/linalg/float_compute.h"
+#include "ops/common/float_compute.h"
+#include "ops/common/matmul_problem.h"
 #include "ops/linalg/linalg_kernels.h"
-#include "ops/linalg/matmul_problem.h"
 
 namespace onnx_amp {
 namespace {

@@ -3,9 +3,9 @@
 // is formed in double, rounded to float32 and added before the one rounding: as the
 // matmul's bias when it is a row, else by its sum post-op.
 // A constant B is kept packed from run to run; a fused activation applies to Y.
-#include "ops/linalg/float_compute.h"
+#include "ops/common/float_compute.h"
+#include "ops/common/matmul_problem.h"
 #include "ops/linalg/linalg_kernels.h"
-#include "ops/linalg/matmul_problem.h"
 
 namespace onnx_amp {
 namespace {

@@ -4,8 +4,8 @@
 #include <string>
 #include <utility>
 
+#include "ops/gradient_context.h"
 #include "ops/gradients.h"
-#include "runtime/autodiff/gradient_builder.h"
 
 namespace onnx_amp {
 namespace {

@@ -3,8 +3,8 @@
 // is kept packed from run to run; a fused activation applies to the output.
 #include <algorithm>
 
+#include "ops/common/matmul_problem.h"
 #include "ops/linalg/linalg_kernels.h"
-#include "ops/linalg/matmul_problem.h"
 
 namespace onnx_amp {
 

@@ -13,9 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "ops/linalg/float_compute.h"
+#include "ops/common/float_compute.h"
 #include "ops/normalization/normalization_kernels.h"
-#include "ops/training/training_kernels.h"
 
 namespace onnx_amp {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <onnx/defs/shape_inference.h>
 
-#include "ops/training/training_schemas.h"
+#include "ops/common/onnx_amp_schema.h"
 
 namespace onnx_amp {
 namespace {

@@ -14,7 +14,7 @@
 
 namespace onnx_amp {
 
-// Listed by RegisterTrainingOpSchemas (ops/training/training_schemas.h).
+// Listed by NormalizationOnnxAmpSchemas (normalization_schemas.cc).
 std::vector<onnx::OpSchema> LossOpSchemas();
 
 }  // namespace onnx_amp

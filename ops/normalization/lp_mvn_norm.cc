@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/linalg/float_compute.h"
+#include "ops/common/float_compute.h"
 #include "ops/normalization/normalization_kernels.h"
 
 namespace onnx_amp {

@@ -27,6 +27,10 @@ void RegisterNormalizationCpuKernels(KernelRegistry& registry) {
   registry.Register(
       {kOnnxAmpDomain, "NegativeLogLikelihoodLossGrad", DeviceKind::kCpu, &NegativeLogLikelihoodLossGradKernel});
   registry.Register({kOnnxAmpDomain, "MeanSquaredErrorGrad", DeviceKind::kCpu, &MeanSquaredErrorGradKernel});
+  registry.Register({kOnnxAmpDomain, "SoftmaxGrad", DeviceKind::kCpu, &SoftmaxGradKernel});
+  registry.Register({kOnnxAmpDomain, "LogSoftmaxGrad", DeviceKind::kCpu, &LogSoftmaxGradKernel});
+  registry.Register({kOnnxAmpDomain, "LayerNormalizationGrad", DeviceKind::kCpu, &LayerNormalizationGradKernel});
+  registry.Register({kOnnxAmpDomain, "BatchNormalizationGrad", DeviceKind::kCpu, &BatchNormalizationGradKernel});
 }
 
 }  // namespace onnx_amp

@@ -1,7 +1,7 @@
 // Gradient rules of softmax-like ops, losses and normalisations, through fused ops of
 // domain ai.onnx_amp (ops/training, and loss_grad.cc for the losses).
+#include "ops/gradient_context.h"
 #include "ops/gradients.h"
-#include "runtime/autodiff/gradient_builder.h"
 #include "runtime/core/onnx_domain.h"
 
 namespace onnx_amp {

@@ -20,7 +20,12 @@ Status SoftmaxCrossEntropyLossCpu(KernelContext& context);   // loss.cc
 Status NegativeLogLikelihoodLossCpu(KernelContext& context);  // loss.cc
 Status MeanSquaredErrorCpu(KernelContext& context);            // loss.cc: (prediction, target) -> loss
 
-// The fused loss gradients (loss_grad.cc).
+// The fused gradients of domain ai.onnx_amp.
+Status SoftmaxGradKernel(KernelContext& context);               // softmax_grad_cpu.cc: (dY, Y) -> dX
+Status LogSoftmaxGradKernel(KernelContext& context);            // softmax_grad_cpu.cc: (dY, Y) -> dX
+Status LayerNormalizationGradKernel(KernelContext& context);    // normalization_grad_cpu.cc: (dY, X, scale, mean, inv_std) -> dX, dScale, dBias
+Status BatchNormalizationGradKernel(KernelContext& context);    // normalization_grad_cpu.cc: (dY, X, scale, mean, var) -> dX, dScale, dBias
+// loss_grad.cc
 Status SoftmaxCrossEntropyLossGradKernel(KernelContext& context);    // (dLoss, log_prob, labels, [weights]) -> dScores
 Status NegativeLogLikelihoodLossGradKernel(KernelContext& context);  // (dLoss, input, labels, [weights]) -> dInput
 Status MeanSquaredErrorGradKernel(KernelContext& context);           // (dLoss, prediction, target) -> dPrediction

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "ops/elementwise/block_io.h"
+#include "ops/common/block_io.h"
 #include "ops/reduction/reduce_plan.h"
 #include "runtime/exec/thread_pool.h"
 

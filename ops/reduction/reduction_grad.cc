@@ -1,8 +1,8 @@
 // Gradient rules of the reductions. A reduced value is brought back to the input's
 // shape by re-inserting the reduced axes (keepdims=0) and expanding (Expand: opset >= 8). `axes` is an
 // attribute before opset 13 (ReduceSum) / 18 (the others) and an input after.
+#include "ops/gradient_context.h"
 #include "ops/gradients.h"
-#include "runtime/autodiff/gradient_builder.h"
 
 namespace onnx_amp {
 namespace {

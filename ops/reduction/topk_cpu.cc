@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "ops/elementwise/block_io.h"
-#include "ops/elementwise/dtype_dispatch.h"
+#include "ops/common/block_io.h"
+#include "ops/common/dtype_dispatch.h"
 #include "ops/kernel_registry.h"
 #include "ops/reduction/axis_split.h"
 #include "ops/reduction/reduce_driver.h"

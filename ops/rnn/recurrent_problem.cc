@@ -4,8 +4,8 @@
 #include <cmath>
 #include <string>
 
-#include "ops/linalg/float_compute.h"
-#include "ops/linalg/matmul_problem.h"
+#include "ops/common/float_compute.h"
+#include "ops/common/matmul_problem.h"
 #include "runtime/core/float16.h"
 #include "runtime/exec/thread_pool.h"
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <string>
 
-#include "ops/elementwise/elementwise_math.h"
+#include "ops/common/elementwise_math.h"
 
 namespace onnx_amp {
 namespace {

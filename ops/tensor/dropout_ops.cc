@@ -6,7 +6,7 @@
 #include <random>
 #include <string>
 
-#include "ops/elementwise/dtype_dispatch.h"
+#include "ops/common/dtype_dispatch.h"
 #include "ops/tensor/tensor_kernels.h"
 #include "ops/tensor/tensor_util.h"
 

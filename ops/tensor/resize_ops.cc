@@ -6,7 +6,7 @@
 #include <cmath>
 #include <string>
 
-#include "ops/elementwise/dtype_dispatch.h"
+#include "ops/common/dtype_dispatch.h"
 #include "ops/tensor/resize_plan.h"
 #include "ops/tensor/strided_copy.h"
 #include "ops/tensor/tensor_kernels.h"

@@ -4,7 +4,7 @@
 #include <numeric>
 #include <string>
 
-#include "ops/elementwise/dtype_dispatch.h"
+#include "ops/common/dtype_dispatch.h"
 #include "ops/tensor/tensor_kernels.h"
 #include "ops/tensor/tensor_util.h"
 

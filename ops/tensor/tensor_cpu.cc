@@ -2,6 +2,7 @@
 #include "ops/cpu_kernels.h"
 #include "ops/kernel_registry.h"
 #include "ops/tensor/tensor_kernels.h"
+#include "runtime/core/onnx_domain.h"
 
 namespace onnx_amp {
 
@@ -49,6 +50,7 @@ void RegisterTensorCpuKernels(KernelRegistry& registry) {
   for (const Entry& entry : kEntries) {
     registry.Register(KernelDef{"", entry.op_type, DeviceKind::kCpu, entry.compute});
   }
+  registry.Register({kOnnxAmpDomain, "GatherGrad", DeviceKind::kCpu, &GatherGradKernel});
 }
 
 }  // namespace onnx_amp

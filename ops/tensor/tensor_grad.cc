@@ -1,7 +1,7 @@
 // Gradient rules of the shape and data-movement family. Ops that only rearrange
 // elements route the gradient back the same way; selections scatter it into zeros.
+#include "ops/gradient_context.h"
 #include "ops/gradients.h"
-#include "runtime/autodiff/gradient_builder.h"
 #include "runtime/core/onnx_domain.h"
 
 namespace onnx_amp {

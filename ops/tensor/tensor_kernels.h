@@ -51,5 +51,7 @@ Status UniqueKernel(KernelContext& context);
 Status TriluKernel(KernelContext& context);
 Status ReverseSequenceKernel(KernelContext& context);
 Status DropoutKernel(KernelContext& context);
+// gather_grad_cpu.cc: the fused gradient of Gather, domain ai.onnx_amp
+Status GatherGradKernel(KernelContext& context);  // (dY, indices, shape) -> dX
 
 }  // namespace onnx_amp

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "ops/elementwise/dtype_dispatch.h"
+#include "ops/common/dtype_dispatch.h"
 
 namespace onnx_amp {
 namespace {

@@ -1,86 +1,14 @@
-#include "ops/training/training_schemas.h"
-
-#include <mutex>
+// Schemas of the optimizer-step ops of domain ai.onnx_amp (kernels: update_ops.cc).
 #include <string>
 #include <vector>
 
-#include <onnx/defs/schema.h>
 #include <onnx/defs/shape_inference.h>
 
-#include "ops/normalization/loss_schemas.h"
-#include "runtime/core/onnx_domain.h"
+#include "ops/common/onnx_amp_schema.h"
+#include "ops/onnx_amp_schemas.h"
 
 namespace onnx_amp {
-
-onnx::OpSchema NewSchema(const char* name) {
-  onnx::OpSchema schema;
-  schema.SetName(name).SetDomain(std::string(kOnnxAmpDomain)).SinceVersion(1);
-  return schema;
-}
-
-void Propagate(onnx::InferenceContext& context, size_t type_from, size_t shape_from, size_t output) {
-  if (output >= context.getNumOutputs()) return;
-  onnx::propagateElemTypeFromInputToOutput(context, type_from, output);
-  if (onnx::hasInputShape(context, shape_from)) onnx::propagateShapeFromInputToOutput(context, shape_from, output);
-}
-
 namespace {
-
-// (dY, Y or X) -> dX, attributes as given.
-onnx::OpSchema PointwiseGrad(const char* name, const char* second) {
-  onnx::OpSchema schema = NewSchema(name);
-  schema.Input(0, "dY", "gradient of the forward output", "T")
-      .Input(1, second, "forward value the derivative reads", "T")
-      .Output(0, "dX", "gradient of the forward input", "T")
-      .TypeConstraint("T", kFloatTypes, "floating types")
-      .TypeAndShapeInferenceFunction([](onnx::InferenceContext& context) { Propagate(context, 0, 0, 0); });
-  return schema;
-}
-
-// (dY, X, scale, a, b) -> dX, dScale, dBias (the normalisation gradients).
-onnx::OpSchema NormalizationGrad(const char* name, const char* a, const char* b) {
-  onnx::OpSchema schema = NewSchema(name);
-  schema.Input(0, "dY", "", "T")
-      .Input(1, "X", "", "T")
-      .Input(2, "scale", "", "S")
-      .Input(3, a, "", "U")
-      .Input(4, b, "", "U")
-      .Output(0, "dX", "", "T", onnx::OpSchema::Optional)
-      .Output(1, "dScale", "", "S", onnx::OpSchema::Optional)
-      .Output(2, "dBias", "", "S", onnx::OpSchema::Optional)
-      .TypeConstraint("T", kFloatTypes, "floating types")
-      // BatchNormalization-15 lets scale and bias differ from X (a float16 X with float32
-      // parameters under mixed precision); their gradients take the parameters' type.
-      .TypeConstraint("S", kFloatTypes, "parameter types")
-      .TypeConstraint("U", kFloatTypes, "statistics types")
-      .TypeAndShapeInferenceFunction([](onnx::InferenceContext& context) {
-        Propagate(context, 0, 1, 0);
-        Propagate(context, 2, 2, 1);
-        Propagate(context, 2, 2, 2);
-      });
-  return schema;
-}
-
-// Windowed ops share the forward attributes.
-void WindowAttributes(onnx::OpSchema& schema) {
-  schema.Attr("auto_pad", "as the forward op", onnx::AttributeProto::STRING, std::string("NOTSET"))
-      .Attr("dilations", "as the forward op", onnx::AttributeProto::INTS, false)
-      .Attr("kernel_shape", "as the forward op", onnx::AttributeProto::INTS, false)
-      .Attr("pads", "as the forward op", onnx::AttributeProto::INTS, false)
-      .Attr("strides", "as the forward op", onnx::AttributeProto::INTS, false);
-}
-
-onnx::OpSchema PoolGrad(const char* name) {
-  onnx::OpSchema schema = NewSchema(name);
-  schema.Input(0, "dY", "", "T")
-      .Input(1, "X", "forward input", "T")
-      .Output(0, "dX", "", "T")
-      .TypeConstraint("T", kFloatTypes, "floating types")
-      .Attr("ceil_mode", "as the forward op", onnx::AttributeProto::INT, static_cast<int64_t>(0))
-      .TypeAndShapeInferenceFunction([](onnx::InferenceContext& context) { Propagate(context, 0, 1, 0); });
-  WindowAttributes(schema);
-  return schema;
-}
 
 // Scalar output `output` of element type `elem_type`.
 void ScalarOutput(onnx::InferenceContext& context, size_t output, int32_t elem_type) {
@@ -119,7 +47,9 @@ onnx::OpSchema UpdateSchema(const char* name, const std::vector<const char*>& sl
   return schema;
 }
 
-std::vector<onnx::OpSchema> UpdateSchemas() {
+}  // namespace
+
+std::vector<onnx::OpSchema> TrainingOnnxAmpSchemas() {
   std::vector<onnx::OpSchema> schemas;
   onnx::OpSchema unscale = NewSchema("UnscaleAndCheck");
   unscale.Input(0, "scale", "float32 scalar loss scale; gradients are multiplied by 1/scale", kFloat32)
@@ -167,82 +97,6 @@ std::vector<onnx::OpSchema> UpdateSchemas() {
       .Attr("rho", "", onnx::AttributeProto::FLOAT, 0.9f)
       .Attr("epsilon", "", onnx::AttributeProto::FLOAT, 1e-7f);
   return schemas;
-}
-
-std::vector<onnx::OpSchema> AllSchemas() {
-  std::vector<onnx::OpSchema> schemas;
-  schemas.push_back(PointwiseGrad("ReluGrad", "X"));
-  schemas.push_back(PointwiseGrad("SigmoidGrad", "Y"));
-  schemas.push_back(PointwiseGrad("TanhGrad", "Y"));
-  schemas.push_back(PointwiseGrad("GeluGrad", "X"));
-  schemas.back().Attr("approximate", "none or tanh", onnx::AttributeProto::STRING, std::string("none"));
-  for (const char* name : {"SoftmaxGrad", "LogSoftmaxGrad"}) {
-    schemas.push_back(PointwiseGrad(name, "Y"));
-    schemas.back()
-        .Attr("axis", "normalised axis", onnx::AttributeProto::INT, static_cast<int64_t>(-1))
-        .Attr("coerced", "1: the dims from axis on form one block (before opset 13)", onnx::AttributeProto::INT,
-              static_cast<int64_t>(0));
-  }
-  schemas.push_back(NormalizationGrad("LayerNormalizationGrad", "mean", "inv_std_dev"));
-  schemas.back().Attr("axis", "first normalised axis", onnx::AttributeProto::INT, static_cast<int64_t>(-1));
-  schemas.push_back(NormalizationGrad("BatchNormalizationGrad", "mean", "var"));
-  schemas.back()
-      .Attr("epsilon", "as the forward op", onnx::AttributeProto::FLOAT, 1e-5f)
-      .Attr("training_mode", "1: batch statistics; 0: the given mean and var", onnx::AttributeProto::INT,
-            static_cast<int64_t>(0));
-
-  onnx::OpSchema conv = NewSchema("ConvGrad");
-  conv.Input(0, "dY", "", "T")
-      .Input(1, "X", "", "T")
-      .Input(2, "W", "", "T")
-      .Output(0, "dX", "", "T", onnx::OpSchema::Optional)
-      .Output(1, "dW", "", "T", onnx::OpSchema::Optional)
-      .Output(2, "dB", "", "T", onnx::OpSchema::Optional)
-      .TypeConstraint("T", kFloatTypes, "floating types")
-      .Attr("group", "as the forward op", onnx::AttributeProto::INT, static_cast<int64_t>(1))
-      .TypeAndShapeInferenceFunction([](onnx::InferenceContext& context) {
-        Propagate(context, 0, 1, 0);
-        Propagate(context, 0, 2, 1);
-        if (context.getNumOutputs() > 2) {
-          onnx::propagateElemTypeFromInputToOutput(context, 0, 2);
-          if (onnx::hasInputShape(context, 2)) {
-            const onnx::TensorShapeProto& w = onnx::getInputShape(context, 2);
-            if (w.dim_size() > 0) *onnx::getOutputShape(context, 2)->add_dim() = w.dim(0);
-          }
-        }
-      });
-  WindowAttributes(conv);
-  schemas.push_back(std::move(conv));
-
-  schemas.push_back(PoolGrad("MaxPoolGrad"));
-  schemas.push_back(PoolGrad("AveragePoolGrad"));
-  schemas.back().Attr("count_include_pad", "as the forward op", onnx::AttributeProto::INT, static_cast<int64_t>(0));
-
-  onnx::OpSchema gather = NewSchema("GatherGrad");
-  gather.Input(0, "dY", "", "T")
-      .Input(1, "indices", "", "Tind")
-      .Input(2, "shape", "shape of the forward data", "tensor(int64)")
-      .Output(0, "dX", "", "T")
-      .TypeConstraint("T", kFloatTypes, "floating types")
-      .TypeConstraint("Tind", kIndexTypes, "index types")
-      .Attr("axis", "as the forward op", onnx::AttributeProto::INT, static_cast<int64_t>(0))
-      .TypeAndShapeInferenceFunction(
-          [](onnx::InferenceContext& context) { onnx::propagateElemTypeFromInputToOutput(context, 0, 0); });
-  schemas.push_back(std::move(gather));
-
-  for (onnx::OpSchema& schema : LossOpSchemas()) schemas.push_back(std::move(schema));
-  for (onnx::OpSchema& schema : UpdateSchemas()) schemas.push_back(std::move(schema));
-  return schemas;
-}
-
-}  // namespace
-
-void RegisterTrainingOpSchemas() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    onnx::OpSchemaRegistry::DomainToVersionRange::Instance().AddDomainToVersion(std::string(kOnnxAmpDomain), 1, 1);
-    for (onnx::OpSchema& schema : AllSchemas()) onnx::RegisterSchema(std::move(schema));
-  });
 }
 
 }  // namespace onnx_amp

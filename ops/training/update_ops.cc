@@ -1,6 +1,6 @@
 // The fused ops of one optimizer step on float32 master weights: UnscaleAndCheck,
 // GlobalNormClip, and one update op per optimizer. Their arithmetic is
-// runtime/train/gradient_math.h and optimizer_math.h, shared with the loss scaler and the
+// ops/training/gradient_math.h and optimizer_math.h, shared with the loss scaler and the
 // CUDA kernels. Elements are independent (the clip norm is summed serially in parameter
 // order), so splitting the work over threads leaves every bit unchanged. A set skip
 // flag hands the weight and slots back as they came (the same buffers): a skipped step
@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "ops/training/gradient_math.h"
+#include "ops/training/optimizer_math.h"
 #include "ops/training/training_kernels.h"
 #include "runtime/exec/thread_pool.h"
-#include "runtime/train/gradient_math.h"
-#include "runtime/train/optimizer_math.h"
 
 namespace onnx_amp {
 namespace {

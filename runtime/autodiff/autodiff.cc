@@ -14,11 +14,11 @@
 
 #include <onnx/checker.h>
 
+#include "ops/gradient_context.h"
 #include "ops/gradients.h"
-#include "ops/training/training_schemas.h"
-#include "runtime/autodiff/gradient_builder.h"
-#include "runtime/graph/graph_view.h"
+#include "ops/onnx_amp_schemas.h"
 #include "runtime/core/onnx_domain.h"
+#include "runtime/graph/graph_view.h"
 
 namespace onnx_amp {
 namespace {
@@ -167,7 +167,7 @@ int64_t OpsetOf(const OpsetMap& opsets, const std::string& domain) {
 }  // namespace
 
 Expected<onnx::ModelProto> BuildGradientModel(const onnx::ModelProto& forward, const AutodiffOptions& options) {
-  RegisterTrainingOpSchemas();
+  RegisterOnnxAmpOpSchemas();
   // Unnamed nodes get names first: backward node names and error messages use them.
   onnx::ModelProto base = forward;
   NameTable names;

@@ -9,7 +9,7 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "runtime/autodiff/gradient_builder.h"
+#include "ops/gradient_context.h"
 #include "runtime/core/tensor.h"
 
 namespace onnx_amp {

@@ -3,7 +3,7 @@
 #include <cfloat>
 #include <cmath>
 
-#include "runtime/train/gradient_math.h"
+#include "ops/training/gradient_math.h"
 
 namespace onnx_amp {
 

@@ -25,7 +25,7 @@
 
 #include "runtime/core/status.h"
 #include "runtime/core/tensor.h"
-#include "runtime/exec/executor.h"
+#include "runtime/executor/executor.h"
 #include "runtime/train/loss_scaler.h"
 #include "runtime/train/optimizer.h"
 #include "runtime/train/training_graph.h"

@@ -9,7 +9,7 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "runtime/exec/executor.h"
+#include "runtime/executor/executor.h"
 #include "runtime/graph/graph_view.h"
 
 namespace onnx_amp {

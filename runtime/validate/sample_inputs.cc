@@ -5,7 +5,7 @@
 #include <set>
 
 #include "runtime/core/convert.h"
-#include "runtime/exec/random_inputs.h"
+#include "runtime/executor/random_inputs.h"
 #include "runtime/io/npz.h"
 
 namespace onnx_amp {

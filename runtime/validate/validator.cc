@@ -8,7 +8,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "runtime/core/convert.h"
-#include "runtime/exec/executor.h"
+#include "runtime/executor/executor.h"
 #include "runtime/graph/graph_view.h"
 #include "runtime/validate/tolerance_rule.h"
 

@@ -26,12 +26,12 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include "ops/gradient_context.h"
 #include "ops/kernel_registry.h"
-#include "ops/training/training_schemas.h"
+#include "ops/onnx_amp_schemas.h"
 #include "runtime/autodiff/autodiff.h"
-#include "runtime/autodiff/gradient_builder.h"
 #include "runtime/core/float16.h"
-#include "runtime/exec/executor.h"
+#include "runtime/executor/executor.h"
 
 namespace onnx_amp {
 namespace {
@@ -464,7 +464,7 @@ TEST_P(GradientCheck, MatchesCentralDifferences) {
   if (CpuKernelRegistry().Find("", "ReduceSum", DeviceKind::kCpu) == nullptr) {
     GTEST_SKIP() << "no CPU kernel for ReduceSum (the loss)";
   }
-  RegisterTrainingOpSchemas();  // the cases' ops of domain ai.onnx_amp
+  RegisterOnnxAmpOpSchemas();  // the cases' ops of domain ai.onnx_amp
   Prepared p = Prepare(c);
   ExecutorOptions executor_options;
   executor_options.num_threads = 1;

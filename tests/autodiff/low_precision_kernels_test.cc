@@ -11,11 +11,11 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
-#include "ops/training/training_schemas.h"
-#include "runtime/autodiff/gradient_builder.h"
+#include "ops/gradient_context.h"
+#include "ops/onnx_amp_schemas.h"
 #include "runtime/core/float16.h"
-#include "runtime/exec/executor.h"
 #include "runtime/core/onnx_domain.h"
+#include "runtime/executor/executor.h"
 
 namespace onnx_amp {
 namespace {
@@ -140,7 +140,7 @@ std::vector<Tensor> RunCase(const KernelCase& c, DType dtype, const std::map<std
 }
 
 TEST(TrainingKernels, LowPrecisionRoundsTheFloat32ResultOnce) {
-  RegisterTrainingOpSchemas();
+  RegisterOnnxAmpOpSchemas();
   for (const KernelCase& c : Cases()) {
     for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {
       SCOPED_TRACE(c.op + " " + std::string(DTypeName(dtype)));

@@ -7,8 +7,8 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include "ops/gradient_context.h"
 #include "runtime/autodiff/autodiff.h"
-#include "runtime/autodiff/gradient_builder.h"
 
 namespace onnx_amp {
 namespace {

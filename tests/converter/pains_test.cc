@@ -17,7 +17,7 @@
 #include "converter/paint.h"
 #include "converter/passes/insert_casts.h"
 #include "converter/search/auto_convert.h"
-#include "runtime/exec/executor.h"
+#include "runtime/executor/executor.h"
 #include "runtime/onnx/onnx_checks.h"
 #include "tests/converter/convert_test_util.h"
 #include "tests/converter/model_builder.h"

@@ -12,7 +12,7 @@
 #include "converter/convert_model.h"
 #include "converter/passes/insert_casts.h"
 #include "runtime/core/float16.h"
-#include "runtime/exec/executor.h"
+#include "runtime/executor/executor.h"
 #include "runtime/onnx/model_io.h"
 #include "runtime/onnx/onnx_checks.h"
 #include "tests/converter/convert_test_util.h"

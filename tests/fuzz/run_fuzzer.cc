@@ -13,8 +13,8 @@
 
 #include <onnx/onnx_pb.h>
 
-#include "runtime/exec/executor.h"
-#include "runtime/exec/random_inputs.h"
+#include "runtime/executor/executor.h"
+#include "runtime/executor/random_inputs.h"
 #include "tests/fuzz/fuzz_input.h"
 
 namespace {

@@ -25,7 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ops/kernel_registry.h"
-#include "runtime/exec/executor.h"
+#include "runtime/executor/executor.h"
 #include "runtime/io/tensor_proto.h"
 #include "runtime/onnx/model_io.h"
 

@@ -1,7 +1,7 @@
 // If / Loop / Scan on small hand-built graphs, with bodies that read outer-scope values.
 #include <gtest/gtest.h>
 
-#include "runtime/exec/executor.h"
+#include "runtime/executor/executor.h"
 #include "tests/runtime/test_graphs.h"
 #include "tests/runtime/test_kernels.h"
 

@@ -1,5 +1,5 @@
 // Executor: plan building, input checks, buffer reuse, capture, unsupported ops.
-#include "runtime/exec/executor.h"
+#include "runtime/executor/executor.h"
 
 #include <gtest/gtest.h>
 

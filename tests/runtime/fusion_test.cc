@@ -12,8 +12,8 @@
 
 #include "converter/convert_model.h"
 #include "runtime/core/float16.h"
-#include "runtime/exec/executor.h"
-#include "runtime/exec/random_inputs.h"
+#include "runtime/executor/executor.h"
+#include "runtime/executor/random_inputs.h"
 #include "runtime/io/tensor_proto.h"
 #include "runtime/onnx/model_io.h"
 

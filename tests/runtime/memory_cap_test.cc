@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/core/limits.h"
-#include "runtime/exec/executor.h"
+#include "runtime/executor/executor.h"
 #include "tests/runtime/test_graphs.h"
 
 namespace onnx_amp {

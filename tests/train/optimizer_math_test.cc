@@ -1,5 +1,5 @@
 // Optimizer updates against values derived by hand from the Keras formulas.
-#include "runtime/train/optimizer_math.h"
+#include "ops/training/optimizer_math.h"
 
 #include <gtest/gtest.h>
 

@@ -14,10 +14,10 @@
 #include <set>
 
 #include "converter/convert_model.h"
+#include "ops/training/gradient_math.h"
+#include "ops/training/optimizer_math.h"
 #include "runtime/onnx/model_io.h"
 #include "runtime/train/checkpoint.h"
-#include "runtime/train/gradient_math.h"
-#include "runtime/train/optimizer_math.h"
 #include "runtime/train/trainer.h"
 #include "runtime/train/training_graph.h"
 

@@ -11,10 +11,10 @@
 #include <limits>
 #include <random>
 
-#include "ops/training/training_schemas.h"
-#include "runtime/exec/executor.h"
-#include "runtime/train/gradient_math.h"
-#include "runtime/train/optimizer_math.h"
+#include "ops/onnx_amp_schemas.h"
+#include "ops/training/gradient_math.h"
+#include "ops/training/optimizer_math.h"
+#include "runtime/executor/executor.h"
 #include "runtime/train/update_graph.h"
 
 namespace onnx_amp {
@@ -322,7 +322,7 @@ TEST(UpdateOps, BadInputsAreErrorsNotCrashes) {
 // The trainer's update graph: valid ONNX, and one Adam step with loss scale 2^10 over two
 // micro-batches and clipping equals gradient_math.h + optimizer_math.h by hand.
 TEST(UpdateGraph, PassesTheCheckerAndRunsOneAdamStep) {
-  RegisterTrainingOpSchemas();
+  RegisterOnnxAmpOpSchemas();
   const std::vector<NamedTensor> parameters = {{"w", Random(20, -1.0f, 1.0f)}, {"b", Random(21, -1.0f, 1.0f, 5)}};
   OptimizerConfig optimizer;
   optimizer.kind = OptimizerKind::kAdam;

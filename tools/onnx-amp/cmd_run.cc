@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "runtime/core/convert.h"
-#include "runtime/exec/executor.h"
-#include "runtime/exec/random_inputs.h"
+#include "runtime/executor/executor.h"
+#include "runtime/executor/random_inputs.h"
 #include "runtime/io/npy.h"
 #include "runtime/io/npz.h"
 #include "runtime/io/tensor_proto.h"

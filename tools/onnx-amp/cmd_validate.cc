@@ -13,7 +13,7 @@
 
 #include "converter/convert_model.h"
 #include "converter/opset_upgrade.h"
-#include "runtime/exec/input_spec.h"
+#include "runtime/executor/input_spec.h"
 #include "runtime/onnx/model_io.h"
 #include "runtime/validate/report_format.h"
 #include "runtime/validate/validator.h"

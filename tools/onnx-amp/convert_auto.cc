@@ -4,7 +4,7 @@
 
 #include "converter/search/auto_convert.h"
 #include "converter/search/search_report.h"
-#include "runtime/exec/input_spec.h"
+#include "runtime/executor/input_spec.h"
 
 namespace onnx_amp {
 

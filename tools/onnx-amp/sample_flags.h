@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "runtime/core/status.h"
-#include "runtime/exec/input_spec.h"
+#include "runtime/executor/input_spec.h"
 #include "runtime/validate/sample_inputs.h"
 #include "runtime/validate/validator.h"
 

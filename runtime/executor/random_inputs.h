@@ -12,7 +12,7 @@
 
 #include "runtime/core/status.h"
 #include "runtime/core/tensor.h"
-#include "runtime/exec/input_spec.h"
+#include "runtime/executor/input_spec.h"
 
 namespace onnx_amp {
 

@@ -1,4 +1,4 @@
-#include "runtime/exec/executor.h"
+#include "runtime/executor/executor.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -11,10 +11,10 @@
 
 #include "ops/kernel_registry.h"
 #include "runtime/core/limits.h"
-#include "runtime/exec/execution_plan.h"
 #include "runtime/exec/kernel.h"
-#include "runtime/exec/memory_pool.h"
 #include "runtime/exec/thread_pool.h"
+#include "runtime/executor/execution_plan.h"
+#include "runtime/executor/memory_pool.h"
 #include "runtime/graph/graph_view.h"
 
 namespace onnx_amp {

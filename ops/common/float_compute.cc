@@ -1,4 +1,4 @@
-#include "ops/linalg/float_compute.h"
+#include "ops/common/float_compute.h"
 
 #include <cstring>
 
@@ -34,6 +34,44 @@ void StoreFromFloat32Range(const float* values, Tensor& out, int64_t begin, int6
     ONNX_AMP_ASSERT(out.dtype() == DType::kBFloat16, "StoreFromFloat32 takes float32, float16 or bfloat16");
     ConvertFloatToBFloat16(values + begin, out.data<uint16_t>() + begin, count);
   }
+}
+
+Expected<const Tensor*> FloatInput(const KernelContext& context, int index) {
+  const Tensor* tensor = context.input(index);
+  if (tensor == nullptr) {
+    return context.Error(ErrorCode::kInvalidModel, "input " + std::to_string(index) + " is missing");
+  }
+  switch (tensor->dtype()) {
+    case DType::kFloat32:
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      return tensor;
+    case DType::kUndefined:
+    case DType::kUInt8:
+    case DType::kInt8:
+    case DType::kUInt16:
+    case DType::kInt16:
+    case DType::kInt32:
+    case DType::kInt64:
+    case DType::kString:
+    case DType::kBool:
+    case DType::kFloat64:
+    case DType::kUInt32:
+    case DType::kUInt64:
+    case DType::kComplex64:
+    case DType::kComplex128:
+      return context.UnsupportedDType(tensor->dtype());
+  }
+  return context.UnsupportedDType(tensor->dtype());
+}
+
+Status WriteOutput(KernelContext& context, int index, DType dtype, const Shape& shape,
+                   const std::vector<float>& values) {
+  if (index >= context.num_outputs() || !context.output_used(index)) return Status::Ok();
+  ONNX_AMP_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(index, dtype, shape));
+  ONNX_AMP_ASSERT(static_cast<int64_t>(values.size()) == out->num_elements(), "gradient size mismatch");
+  StoreFromFloat32(values.data(), *out);
+  return Status::Ok();
 }
 
 }  // namespace onnx_amp

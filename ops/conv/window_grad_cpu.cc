@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "ops/common/float_compute.h"
+#include "ops/conv/conv_kernels.h"
 #include "ops/conv/window_geometry.h"
-#include "ops/linalg/float_compute.h"
-#include "ops/training/training_kernels.h"
 
 namespace onnx_amp {
 namespace {

@@ -15,8 +15,8 @@
 
 #include "runtime/core/status.h"
 #include "runtime/core/tensor.h"
-#include "runtime/exec/input_spec.h"
-#include "runtime/exec/run_stats.h"
+#include "runtime/executor/input_spec.h"
+#include "runtime/executor/run_stats.h"
 #include "runtime/io/named_tensor.h"
 
 namespace onnx { class ModelProto; }

@@ -1,11 +1,11 @@
-#include "runtime/autodiff/gradient_builder.h"
+#include "ops/gradient_context.h"
 
 #include <algorithm>
 #include <utility>
 
+#include "runtime/core/onnx_domain.h"
 #include "runtime/graph/graph_view.h"
 #include "runtime/io/tensor_proto.h"
-#include "runtime/core/onnx_domain.h"
 
 namespace onnx_amp {
 

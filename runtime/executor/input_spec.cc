@@ -1,4 +1,4 @@
-#include "runtime/exec/input_spec.h"
+#include "runtime/executor/input_spec.h"
 
 #include <onnx/onnx_pb.h>
 

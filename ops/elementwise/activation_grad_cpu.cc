@@ -1,4 +1,5 @@
-// Element-wise activation gradients: dX = dY * f'(.) with f' read from X or Y.
+// The fused activation gradients of domain ai.onnx_amp (ReluGrad, SigmoidGrad, TanhGrad,
+// GeluGrad): dX = dY * f'(.) with f' read from X or Y.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -6,9 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "ops/linalg/float_compute.h"
-#include "ops/training/training_kernels.h"
+#include "ops/common/float_compute.h"
+#include "ops/elementwise/elementwise_families.h"
+#include "ops/kernel_registry.h"
 #include "runtime/core/convert.h"
+#include "runtime/core/onnx_domain.h"
 #include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {
@@ -68,8 +71,6 @@ Status PointwiseGrad(KernelContext& context, Slope&& slope) {
   return Status::Ok();
 }
 
-}  // namespace
-
 // relu'(x) = 1 for x > 0, else 0
 Status ReluGradKernel(KernelContext& context) {
   return PointwiseGrad(context, [](float x) { return x > 0.0f ? 1.0f : 0.0f; });
@@ -105,6 +106,15 @@ Status GeluGradKernel(KernelContext& context) {
     const float pdf = std::exp(-0.5f * x * x) * static_cast<float>(1.0 / std::sqrt(2.0 * std::numbers::pi));
     return cdf + x * pdf;
   });
+}
+
+}  // namespace
+
+void RegisterActivationGradCpuKernels(KernelRegistry& registry) {
+  registry.Register({kOnnxAmpDomain, "ReluGrad", DeviceKind::kCpu, &ReluGradKernel});
+  registry.Register({kOnnxAmpDomain, "SigmoidGrad", DeviceKind::kCpu, &SigmoidGradKernel});
+  registry.Register({kOnnxAmpDomain, "TanhGrad", DeviceKind::kCpu, &TanhGradKernel});
+  registry.Register({kOnnxAmpDomain, "GeluGrad", DeviceKind::kCpu, &GeluGradKernel});
 }
 
 }  // namespace onnx_amp

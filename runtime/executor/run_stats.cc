@@ -1,4 +1,4 @@
-#include "runtime/exec/run_stats.h"
+#include "runtime/executor/run_stats.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "runtime/exec/random_inputs.h"
+#include "runtime/executor/random_inputs.h"
 
 #include <algorithm>
 #include <vector>

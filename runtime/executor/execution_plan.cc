@@ -1,4 +1,4 @@
-#include "runtime/exec/execution_plan.h"
+#include "runtime/executor/execution_plan.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -8,9 +8,9 @@
 
 #include "ops/kernel_registry.h"
 #include "runtime/core/float16.h"
+#include "runtime/core/onnx_domain.h"
 #include "runtime/graph/graph_view.h"
 #include "runtime/io/tensor_proto.h"
-#include "runtime/core/onnx_domain.h"
 
 namespace onnx_amp {
 namespace {

@@ -1,4 +1,4 @@
-#include "ops/linalg/onednn_utils.h"
+#include "ops/common/onednn_utils.h"
 
 #include <mutex>
 #include <string_view>

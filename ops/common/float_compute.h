@@ -1,5 +1,5 @@
 // Moving between a floating tensor's storage type and its compute type, shared by the
-// linalg, conv and normalization kernels. The numeric contract: float16/bfloat16 values
+// kernel families (linalg, conv, normalization, the fused gradients). The numeric contract: float16/bfloat16 values
 // are read into float32, all arithmetic and accumulation is float32 (float64 for
 // float64 tensors), and each output element is rounded to its storage type once.
 #pragma once
@@ -70,5 +70,14 @@ std::vector<float> ToFloat32(const Tensor& tensor);
 void StoreFromFloat32(const float* values, Tensor& out);
 // The same for elements [begin, end) only (values indexed like out).
 void StoreFromFloat32Range(const float* values, Tensor& out, int64_t begin, int64_t end);
+
+// For the fused gradient kernels, which read float32, float16 and bfloat16 tensors as
+// float32 and round each output element once to the dtype of dY.
+// Input `index`, present and of a float32/float16/bfloat16 type.
+Expected<const Tensor*> FloatInput(const KernelContext& context, int index);
+// Allocates output `index` with `dtype` and `shape`, and stores float32 `values` in it
+// (one rounding); does nothing when the output is omitted or unused.
+Status WriteOutput(KernelContext& context, int index, DType dtype, const Shape& shape,
+                   const std::vector<float>& values);
 
 }  // namespace onnx_amp

@@ -1,9 +1,9 @@
-#include "ops/linalg/fused_activation.h"
+#include "ops/common/fused_activation.h"
 
 #include <bit>
 
-#include "ops/elementwise/elementwise_math.h"
-#include "ops/linalg/float_compute.h"
+#include "ops/common/elementwise_math.h"
+#include "ops/common/float_compute.h"
 #include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {

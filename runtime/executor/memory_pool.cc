@@ -1,4 +1,4 @@
-#include "runtime/exec/memory_pool.h"
+#include "runtime/executor/memory_pool.h"
 
 #include <algorithm>
 #include <vector>

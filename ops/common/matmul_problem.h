@@ -8,7 +8,7 @@
 
 #include <dnnl.hpp>
 
-#include "ops/linalg/onednn_utils.h"
+#include "ops/common/onednn_utils.h"
 #include "runtime/core/status.h"
 #include "runtime/core/tensor.h"
 #include "runtime/exec/kernel.h"

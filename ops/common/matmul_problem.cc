@@ -1,12 +1,12 @@
-#include "ops/linalg/matmul_problem.h"
+#include "ops/common/matmul_problem.h"
 
 #include <algorithm>
 #include <bit>
 #include <string>
 
-#include "ops/linalg/float_compute.h"
-#include "ops/linalg/fused_activation.h"
-#include "ops/linalg/onednn_utils.h"
+#include "ops/common/float_compute.h"
+#include "ops/common/fused_activation.h"
+#include "ops/common/onednn_utils.h"
 #include "runtime/core/convert.h"
 #include "runtime/exec/thread_pool.h"
 

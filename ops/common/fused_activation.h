@@ -1,7 +1,7 @@
 // The activation the execution plan folds into a Conv/Gemm/MatMul node; the fused node
 // changes no number. A float16/bfloat16 output is rounded first and the activation then
 // runs on the rounded values with the separate kernel's own math
-// (ops/elementwise/elementwise_math.h), as the two unfused nodes compute. A float32
+// (ops/common/elementwise_math.h), as the two unfused nodes compute. A float32
 // output gets a oneDNN eltwise post-op where oneDNN computes exactly that (ExactPostOp),
 // and the same element-wise pass over the stored output otherwise.
 #pragma once
