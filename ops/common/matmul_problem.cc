@@ -120,22 +120,36 @@ void FillStart(const MatMulProblem& problem, const std::vector<double>& addend, 
 // Elements per parallel chunk of a widening pass.
 constexpr int64_t kWidenChunk = 1 << 16;
 
-// A float32 copy of a float16 (or bfloat16) operand in a pooled work tensor; widening
-// is exact, so the products are the same.
-Expected<Tensor> Widened(KernelContext& context, const Tensor& low) {
-  ONNX_AMP_ASSIGN_OR_RETURN(Tensor wide, context.ScratchFloat32(low.num_elements()));
+// Widens low-precision elements [begin, end) of `low` into `wide` (exact).
+void WidenRange(const Tensor& low, float* wide, int64_t begin, int64_t end) {
   const uint16_t* in = static_cast<const uint16_t*>(low.raw_data());
-  float* out = wide.data<float>();
-  const bool half = low.dtype() == DType::kFloat16;
-  context.threads().ParallelFor(low.num_elements(), kWidenChunk, [&](int64_t begin, int64_t end) {
-    const size_t count = static_cast<size_t>(end - begin);
-    if (half) {
-      ConvertHalfToFloat(in + begin, out + begin, count);
-    } else {
-      ConvertBFloat16ToFloat(in + begin, out + begin, count);
+  const size_t count = static_cast<size_t>(end - begin);
+  if (low.dtype() == DType::kFloat16) {
+    ConvertHalfToFloat(in + begin, wide + begin, count);
+  } else {
+    ConvertBFloat16ToFloat(in + begin, wide + begin, count);
+  }
+}
+
+// float32 copies of float16 (or bfloat16) operands in pooled work tensors; widening is
+// exact, so the products are the same. All operands are widened in one parallel pass:
+// each pass ends in a barrier, and on a loaded machine every barrier waits for a
+// descheduled thread.
+Expected<std::vector<Tensor>> Widened(KernelContext& context, const std::vector<const Tensor*>& lows) {
+  std::vector<Tensor> wides;
+  std::vector<int64_t> starts{0};  // operand i covers [starts[i], starts[i + 1]) of the pass
+  for (const Tensor* low : lows) {
+    ONNX_AMP_ASSIGN_OR_RETURN(Tensor wide, context.ScratchFloat32(low->num_elements()));
+    wides.push_back(std::move(wide));
+    starts.push_back(starts.back() + low->num_elements());
+  }
+  context.threads().ParallelFor(starts.back(), kWidenChunk, [&](int64_t begin, int64_t end) {
+    for (size_t i = 0; i < lows.size(); ++i) {
+      const int64_t from = std::max(begin, starts[i]), to = std::min(end, starts[i + 1]);
+      if (from < to) WidenRange(*lows[i], wides[i].data<float>(), from - starts[i], to - starts[i]);
     }
   });
-  return wide;
+  return wides;
 }
 
 }  // namespace
@@ -202,20 +216,20 @@ Status ComputeMatMul(KernelContext& context, const MatMulProblem& problem, const
   }
   if (status.code() == ErrorCode::kUnsupported) {
     // Packed B is widened once, on the run that packs it; plain B on every call.
-    ONNX_AMP_ASSIGN_OR_RETURN(const Tensor a_f32, Widened(context, a));
-    Tensor b_f32;
+    ONNX_AMP_ASSIGN_OR_RETURN(const std::vector<Tensor> f32,
+                              Widened(context, packed == nullptr ? std::vector<const Tensor*>{&a, &b}
+                                                                 : std::vector<const Tensor*>{&a}));
     std::vector<float> b_packing;
     dnn::WeightsSource widened = b_source;
     if (packed == nullptr) {
-      ONNX_AMP_ASSIGN_OR_RETURN(b_f32, Widened(context, b));
-      widened.plain = [&] { return static_cast<const void*>(b_f32.raw_data()); };
+      widened.plain = [&] { return static_cast<const void*>(f32[1].raw_data()); };
     } else {
       widened.plain = [&] {
         b_packing = ToFloat32(b);
         return static_cast<const void*>(b_packing.data());
       };
     }
-    status = RunDnnlMatMul(problem, dt::f32, a_f32.raw_data(), widened, FusedActivation{}, {dt::f32, c.raw_data()});
+    status = RunDnnlMatMul(problem, dt::f32, f32[0].raw_data(), widened, FusedActivation{}, {dt::f32, c.raw_data()});
   }
   if (!status.ok()) return context.Error(status.code(), status.message());
   StoreWithActivation(c.data<float>(), out, activation, context.threads());
