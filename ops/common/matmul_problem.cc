@@ -7,6 +7,8 @@
 #include "ops/common/float_compute.h"
 #include "ops/common/fused_activation.h"
 #include "ops/common/onednn_utils.h"
+#include "runtime/core/convert.h"
+#include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {
 namespace {
@@ -28,18 +30,26 @@ dnnl::memory::dims DenseStrides(const dnnl::memory::dims& dims) {
 }
 
 Status RunDnnlMatMul(const MatMulProblem& problem, dt operand_type, const void* a, const void* b, float* c) {
-  return RunDnnlMatMul(problem, operand_type, a, dnn::WeightsSource{[b] { return b; }}, FusedActivation{}, c);
+  return RunDnnlMatMul(problem, operand_type, a, dnn::WeightsSource{[b] { return b; }}, FusedActivation{},
+                       MatMulDestination{dt::f32, c});
 }
 
 Status RunDnnlMatMul(const MatMulProblem& problem, dt operand_type, const void* a, const dnn::WeightsSource& b,
-                     const FusedActivation& post_op, float* c) {
+                     const FusedActivation& post_op, const MatMulDestination& c) {
   const dnnl::memory::desc a_md(problem.a_dims, operand_type, problem.a_strides);
   const dnnl::memory::desc b_md(problem.b_dims, operand_type, problem.b_strides);
-  const dnnl::memory::desc c_md(problem.c_dims, dt::f32, DenseStrides(problem.c_dims));
+  const dnnl::memory::desc c_md(problem.c_dims, c.type, DenseStrides(problem.c_dims));
+  dnnl::memory::dims bias_dims(problem.c_dims.size(), 1);
+  bias_dims.back() = problem.c_dims.back();
+  const dnnl::memory::desc bias_md(bias_dims, dt::f32, DenseStrides(bias_dims));
+  const bool has_bias = !problem.bias.empty();
   const bool packed = b.packed != nullptr;
   const bool need_optimized = operand_type != dt::f32;
-  const std::string key = ProblemKey(problem, operand_type) + ActivationKey(post_op) + (packed ? "/packed" : "");
-  ONNX_AMP_ASSIGN_OR_RETURN(auto primitive, dnn::CachedPrimitive(key, [&]() {
+  const std::string key = ProblemKey(problem, operand_type) + ActivationKey(post_op) + (packed ? "/packed" : "") +
+                          (has_bias ? "/bias" : "") + (c.type == dt::f32 ? "" : "/low");
+  double multiply_adds = static_cast<double>(problem.a_dims.back());
+  for (const dnnl::memory::dim extent : problem.c_dims) multiply_adds *= static_cast<double>(extent);
+  ONNX_AMP_ASSIGN_OR_RETURN(auto primitive, dnn::CachedPrimitive(key, multiply_adds, [&]() {
     dnnl::primitive_attr attr;
     dnn::PrepareAttr(attr);
     if (problem.alpha != 1.0f) attr.set_output_scales(0, {problem.alpha});
@@ -49,13 +59,18 @@ Status RunDnnlMatMul(const MatMulProblem& problem, dt operand_type, const void* 
     attr.set_post_ops(ops);
     const dnnl::memory::desc weights_md =
         packed ? dnnl::memory::desc(problem.b_dims, operand_type, dnnl::memory::format_tag::any) : b_md;
-    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, weights_md, c_md), attr, dnn::CpuEngine());
+    const dnnl::matmul::desc desc =
+        has_bias ? dnnl::matmul::desc(a_md, weights_md, bias_md, c_md) : dnnl::matmul::desc(a_md, weights_md, c_md);
+    const dnnl::matmul::primitive_desc pd(desc, attr, dnn::CpuEngine());
     if (need_optimized && !dnn::IsOptimized(pd)) return std::optional<dnn::Primitive>();
     return std::optional<dnn::Primitive>(dnn::MakePrimitive<dnnl::matmul>(pd));
   }));
   if (!primitive) return Unsupported("no optimised oneDNN matmul for these operands");
   ONNX_AMP_ASSIGN_OR_RETURN(const auto weights, dnn::ResolveWeights(*primitive, key, b_md, b));
-  return dnn::Execute(*primitive, {{DNNL_ARG_SRC, {a_md, a}}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, {c_md, c}}});
+  std::unordered_map<int, std::pair<dnnl::memory::desc, const void*>> args{
+      {DNNL_ARG_SRC, {a_md, a}}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, {c_md, c.data}}};
+  if (has_bias) args.emplace(DNNL_ARG_BIAS, std::make_pair(bias_md, problem.bias.data()));
+  return dnn::Execute(*primitive, args);
 }
 
 void ReferenceMatMul(const MatMulProblem& p, const double* a, const double* b, double* c) {
@@ -88,38 +103,81 @@ void ReferenceMatMul(const MatMulProblem& p, const double* a, const double* b, d
   }
 }
 
+namespace {
+
+// C's float32 starting values: the addend (accumulate), the bias rows, or zeros.
+void FillStart(const MatMulProblem& problem, const std::vector<double>& addend, float* c, int64_t count) {
+  if (problem.accumulate) {
+    std::copy(addend.begin(), addend.end(), c);
+  } else {
+    std::fill(c, c + count, 0.0f);
+  }
+  if (problem.bias.empty()) return;
+  const int64_t n = static_cast<int64_t>(problem.bias.size());
+  for (int64_t i = 0; i < count; ++i) c[i] += problem.bias[i % n];
+}
+
+// Elements per parallel chunk of a widening pass.
+constexpr int64_t kWidenChunk = 1 << 16;
+
+// Widens low-precision elements [begin, end) of `low` into `wide` (exact).
+void WidenRange(const Tensor& low, float* wide, int64_t begin, int64_t end) {
+  const uint16_t* in = static_cast<const uint16_t*>(low.raw_data());
+  const size_t count = static_cast<size_t>(end - begin);
+  if (low.dtype() == DType::kFloat16) {
+    ConvertHalfToFloat(in + begin, wide + begin, count);
+  } else {
+    ConvertBFloat16ToFloat(in + begin, wide + begin, count);
+  }
+}
+
+// float32 copies of float16 (or bfloat16) operands in pooled work tensors; widening is
+// exact, so the products are the same. All operands are widened in one parallel pass:
+// each pass ends in a barrier, and on a loaded machine every barrier waits for a
+// descheduled thread.
+Expected<std::vector<Tensor>> Widened(KernelContext& context, const std::vector<const Tensor*>& lows) {
+  std::vector<Tensor> wides;
+  std::vector<int64_t> starts{0};  // operand i covers [starts[i], starts[i + 1]) of the pass
+  for (const Tensor* low : lows) {
+    ONNX_AMP_ASSIGN_OR_RETURN(Tensor wide, context.ScratchFloat32(low->num_elements()));
+    wides.push_back(std::move(wide));
+    starts.push_back(starts.back() + low->num_elements());
+  }
+  context.threads().ParallelFor(starts.back(), kWidenChunk, [&](int64_t begin, int64_t end) {
+    for (size_t i = 0; i < lows.size(); ++i) {
+      const int64_t from = std::max(begin, starts[i]), to = std::min(end, starts[i + 1]);
+      if (from < to) WidenRange(*lows[i], wides[i].data<float>(), from - starts[i], to - starts[i]);
+    }
+  });
+  return wides;
+}
+
+}  // namespace
+
 Status ComputeMatMul(KernelContext& context, const MatMulProblem& problem, const Tensor& a, const Tensor& b,
                      Tensor& out, const std::vector<double>& addend) {
   const DType dtype = out.dtype();
   const FusedActivation& activation = problem.activation;
   if (dtype == DType::kFloat64) {
     double* c = out.data<double>();
-    if (problem.accumulate) {
-      std::copy(addend.begin(), addend.end(), c);
-    } else {
-      std::fill(c, c + out.num_elements(), 0.0);
+    const int64_t n = static_cast<int64_t>(problem.bias.size());
+    for (int64_t i = 0; i < out.num_elements(); ++i) {
+      c[i] = (problem.accumulate ? addend[i] : 0.0) + (n > 0 ? problem.bias[i % n] : 0.0);
     }
-    ReferenceMatMul(problem, a.data<double>(), b.data<double>(), c);
+    MatMulProblem summed = problem;
+    summed.accumulate = true;
+    ReferenceMatMul(summed, a.data<double>(), b.data<double>(), c);
     ApplyActivation(activation, out, context.threads());
     return Status::Ok();
   }
   if (dtype != DType::kFloat32 && !IsLowPrecision(dtype)) return context.UnsupportedDType(dtype);
   if (out.num_elements() == 0) return Status::Ok();
-  // float32 writes straight into the output (the activation as a post-op where that is
-  // exact, else in a pass over the output); low precision goes through a float32 C that
-  // is rounded once at the end, and the activation then runs on the rounded values as
-  // the separate node would.
-  std::vector<float> c_f32;
-  float* c = out.data<float>();
-  if (dtype != DType::kFloat32) {
-    c_f32.resize(static_cast<size_t>(out.num_elements()));
-    c = c_f32.data();
-  }
-  if (problem.accumulate) std::copy(addend.begin(), addend.end(), c);
-  // An empty sum (K == 0) leaves the addend (or zeros); oneDNN takes no zero-sized dims.
+  // An empty sum (K == 0) leaves the bias and addend (or zeros); oneDNN takes no
+  // zero-sized dims.
   if (problem.a_dims.back() == 0) {
-    if (!problem.accumulate) std::fill(c, c + out.num_elements(), 0.0f);
-    StoreWithActivation(c, out, activation, context.threads());
+    ONNX_AMP_ASSIGN_OR_RETURN(Tensor c, context.ScratchFloat32(out.num_elements()));
+    FillStart(problem, addend, c.data<float>(), out.num_elements());
+    StoreWithActivation(c.data<float>(), out, activation, context.threads());
     return Status::Ok();
   }
   // Packing pays off for weights: B without batch dims of its own.
@@ -129,32 +187,52 @@ Status ComputeMatMul(KernelContext& context, const MatMulProblem& problem, const
   }
   const void* b_data = b.raw_data();
   const dnn::WeightsSource b_source{[b_data] { return b_data; }, packed, b_data};
-  Status status = Unsupported("float16 runs on float32 panels");
-  const FusedActivation post_op = ExactPostOp(activation);
+  // float32 writes straight into the output (the activation as a post-op where that is
+  // exact, else in a pass over the output), and so does bfloat16 on a CPU with
+  // AVX512_BF16 without a full addend (oneDNN rounds, the activation then runs on the
+  // rounded values as the separate node would). Otherwise C is a float32 work tensor,
+  // rounded once at the end.
   if (dtype == DType::kFloat32) {
-    status = RunDnnlMatMul(problem, dt::f32, a.raw_data(), b_source, post_op, c);
-  } else if (dtype == DType::kBFloat16) {
-    status = RunDnnlMatMul(problem, dt::bf16, a.raw_data(), b_source, FusedActivation{}, c);
+    if (problem.accumulate) std::copy(addend.begin(), addend.end(), out.data<float>());
+    const FusedActivation post_op = ExactPostOp(activation);
+    Status status = RunDnnlMatMul(problem, dt::f32, a.raw_data(), b_source, post_op, {dt::f32, out.raw_data()});
+    if (!status.ok()) return context.Error(status.code(), status.message());
+    if (post_op.kind == FusedActivationKind::kNone) ApplyActivation(activation, out, context.threads());
+    return Status::Ok();
   }
-  if (status.code() == ErrorCode::kUnsupported && dtype != DType::kFloat32) {
-    // Widening to float32 is exact, so this computes the same products. Packed B is
-    // widened once, on the run that packs it.
-    const std::vector<float> a_f32 = ToFloat32(a);
-    std::vector<float> b_f32;
+  if (dtype == DType::kBFloat16 && !problem.accumulate) {
+    Status status = RunDnnlMatMul(problem, dt::bf16, a.raw_data(), b_source, FusedActivation{}, {dt::bf16, out.raw_data()});
+    if (status.ok()) {
+      ApplyActivation(activation, out, context.threads());
+      return Status::Ok();
+    }
+    if (status.code() != ErrorCode::kUnsupported) return context.Error(status.code(), status.message());
+  }
+  ONNX_AMP_ASSIGN_OR_RETURN(Tensor c, context.ScratchFloat32(out.num_elements()));
+  if (problem.accumulate) std::copy(addend.begin(), addend.end(), c.data<float>());
+  Status status = Unsupported("float16 runs on float32 panels");
+  if (dtype == DType::kBFloat16) {
+    status = RunDnnlMatMul(problem, dt::bf16, a.raw_data(), b_source, FusedActivation{}, {dt::f32, c.raw_data()});
+  }
+  if (status.code() == ErrorCode::kUnsupported) {
+    // Packed B is widened once, on the run that packs it; plain B on every call.
+    ONNX_AMP_ASSIGN_OR_RETURN(const std::vector<Tensor> f32,
+                              Widened(context, packed == nullptr ? std::vector<const Tensor*>{&a, &b}
+                                                                 : std::vector<const Tensor*>{&a}));
+    std::vector<float> b_packing;
     dnn::WeightsSource widened = b_source;
-    widened.plain = [&] {
-      b_f32 = ToFloat32(b);
-      return static_cast<const void*>(b_f32.data());
-    };
-    if (problem.accumulate) std::copy(addend.begin(), addend.end(), c);
-    status = RunDnnlMatMul(problem, dt::f32, a_f32.data(), widened, FusedActivation{}, c);
+    if (packed == nullptr) {
+      widened.plain = [&] { return static_cast<const void*>(f32[1].raw_data()); };
+    } else {
+      widened.plain = [&] {
+        b_packing = ToFloat32(b);
+        return static_cast<const void*>(b_packing.data());
+      };
+    }
+    status = RunDnnlMatMul(problem, dt::f32, f32[0].raw_data(), widened, FusedActivation{}, {dt::f32, c.raw_data()});
   }
   if (!status.ok()) return context.Error(status.code(), status.message());
-  if (dtype != DType::kFloat32) {
-    StoreWithActivation(c, out, activation, context.threads());
-  } else if (post_op.kind == FusedActivationKind::kNone) {
-    ApplyActivation(activation, out, context.threads());
-  }
+  StoreWithActivation(c.data<float>(), out, activation, context.threads());
   return Status::Ok();
 }
 

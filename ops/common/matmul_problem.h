@@ -26,6 +26,15 @@ struct MatMulProblem {
   // B's node-level cache when B is constant (MatMul/Gemm weights); ComputeMatMul keeps
   // B there in the primitive's preferred layout.
   dnn::PackedWeights* packed_b = nullptr;
+  // A row of c_dims.back() values added to every row of the product before the one
+  // rounding (Gemm's beta * C when C is a row); oneDNN adds it as the primitive's bias.
+  std::vector<float> bias;
+};
+
+// The destination of RunDnnlMatMul: float32, or bfloat16 rounded once by oneDNN.
+struct MatMulDestination {
+  dnnl::memory::data_type type = dnnl::memory::data_type::f32;
+  void* data = nullptr;
 };
 
 // Dense row-major element strides for dims.
@@ -37,19 +46,21 @@ dnnl::memory::dims DenseStrides(const dnnl::memory::dims& dims);
 // the operands to float32, which is exact, and call again).
 Status RunDnnlMatMul(const MatMulProblem& problem, dnnl::memory::data_type operand_type,
                      const void* a, const void* b, float* c);
-// The same with B from `b` (plain with problem.b_strides, or packed) and `post_op`
-// applied to C by oneDNN.
+// The same with B from `b` (plain with problem.b_strides, or packed), problem.bias
+// added and `post_op` applied by oneDNN, into a float32 or bfloat16 C.
 Status RunDnnlMatMul(const MatMulProblem& problem, dnnl::memory::data_type operand_type, const void* a,
-                     const dnn::WeightsSource& b, const FusedActivation& post_op, float* c);
+                     const dnn::WeightsSource& b, const FusedActivation& post_op, const MatMulDestination& c);
 
 // The same product as a plain loop in double (float64 tensors).
 void ReferenceMatMul(const MatMulProblem& problem, const double* a, const double* b, double* c);
 
 // Computes the problem on tensors of one floating dtype into `out` (allocated, same
-// dtype, problem.c_dims elements): out = act(round(alpha * A @ B + addend)), with addend
-// (problem.c_dims elements) used when problem.accumulate and act the fused activation.
-// float16/bfloat16 operands accumulate in float32 and are rounded once; float64 runs
-// the reference loop.
+// dtype, problem.c_dims elements): out = act(round(alpha * A @ B + bias + addend)), with
+// addend (problem.c_dims elements) used when problem.accumulate and act the fused
+// activation. float16/bfloat16 operands accumulate in float32 and are rounded once
+// (bfloat16 by oneDNN where the CPU has AVX512_BF16: its dot products and its rounding
+// flush float32 subnormals, as VDPBF16PS and VCVTNEPS2BF16 do); float64 runs the
+// reference loop.
 Status ComputeMatMul(KernelContext& context, const MatMulProblem& problem, const Tensor& a,
                      const Tensor& b, Tensor& out, const std::vector<double>& addend);
 

@@ -4,6 +4,8 @@
 #include <string_view>
 #include <vector>
 
+#include "runtime/exec/thread_pool.h"
+
 namespace onnx_amp::dnn {
 namespace {
 
@@ -34,24 +36,29 @@ dnnl::memory::desc PlainDesc(const dnnl::memory::dims& dims, dnnl::memory::data_
 
 void PrepareAttr(dnnl::primitive_attr& attr) { attr.set_scratchpad_mode(dnnl::scratchpad_mode::user); }
 
-Expected<std::optional<Primitive>> CachedPrimitive(const std::string& key,
+Expected<std::optional<Primitive>> CachedPrimitive(const std::string& key, double multiply_adds,
                                                    const std::function<std::optional<Primitive>()>& make) {
   static std::mutex mutex;
   static std::unordered_map<std::string, std::optional<Primitive>> cache;
+  const int threads = multiply_adds < kSerialMultiplyAdds ? 1 : RuntimeThreads();
+  const std::string threaded_key = key + "/t" + std::to_string(threads);
   {
     std::lock_guard<std::mutex> lock(mutex);
-    auto it = cache.find(key);
+    auto it = cache.find(threaded_key);
     if (it != cache.end()) return it->second;
   }
   std::optional<Primitive> primitive;
   try {
+    // oneDNN sizes a primitive's work split for the thread count it is built under.
+    const RuntimeThreadsScope scope(threads);
     primitive = make();
   } catch (const dnnl::error& e) {
     return Unsupported(std::string("oneDNN cannot build the primitive for ") + key + ": " + e.what());
   }
+  if (primitive) primitive->threads = threads;
   std::lock_guard<std::mutex> lock(mutex);
   if (cache.size() >= kMaxCachedPrimitives) cache.clear();
-  cache.emplace(key, primitive);
+  cache.emplace(threaded_key, primitive);
   return primitive;
 }
 
@@ -76,6 +83,7 @@ Status Execute(const Primitive& primitive,
       memories.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratch_md, engine, scratchpad.data()));
     }
     dnnl::stream& stream = ThreadStream();
+    const RuntimeThreadsScope scope(primitive.threads);
     primitive.primitive.execute(stream, memories);
     stream.wait();
   } catch (const dnnl::error& e) {

@@ -33,6 +33,7 @@ struct Primitive {
   dnnl::primitive primitive;
   size_t scratchpad_bytes = 0;
   dnnl::memory::desc weights_md;  // the layout the primitive reads its weights in
+  int threads = 1;                // built for and run on this many threads
 };
 
 // One node's constant weights, reordered once per primitive into the layout that
@@ -81,9 +82,17 @@ Primitive MakePrimitive(const PrimitiveDesc& pd);
 
 // Looks up `key`; on a miss calls make(), which returns the primitive or nullopt when
 // the problem has no optimised implementation (the reference loop is too slow to use),
-// and stores the answer either way. oneDNN errors come back as Unsupported.
-Expected<std::optional<Primitive>> CachedPrimitive(const std::string& key,
+// and stores the answer either way. oneDNN errors come back as Unsupported. A problem
+// of fewer than kSerialMultiplyAdds multiply-adds (`multiply_adds`) is built for, and
+// runs on, one thread; larger ones on the calling thread's runtime thread count
+// (RuntimeThreadsScope), which is part of the key.
+Expected<std::optional<Primitive>> CachedPrimitive(const std::string& key, double multiply_adds,
                                                    const std::function<std::optional<Primitive>()>& make);
+
+// Splitting a smaller problem over threads saves less than waking the second thread
+// costs (and on a loaded machine that wake-up can take a scheduler slice, which made
+// batch-1 runs of the bundled CNN 100x slower now and then).
+inline constexpr double kSerialMultiplyAdds = 2e6;
 
 // True when oneDNN picked an ISA-specific implementation rather than its reference loop.
 bool IsOptimized(const dnnl::primitive_desc_base& primitive_desc);
@@ -95,7 +104,7 @@ Status Execute(const Primitive& primitive,
 
 template <typename PrimitiveType, typename PrimitiveDesc>
 Primitive MakePrimitive(const PrimitiveDesc& pd) {
-  return Primitive{PrimitiveType(pd), pd.scratchpad_desc().get_size(), pd.weights_desc()};
+  return Primitive{PrimitiveType(pd), pd.scratchpad_desc().get_size(), pd.weights_desc(), 1};
 }
 
 // A key fragment for dims ("2x3x4").

@@ -54,7 +54,10 @@ Status RunDnnlConv(const ConvShape& s, dt operand_type, const void* x, const dnn
   const bool need_optimized = operand_type != dt::f32;
   const bool packed = w.packed != nullptr;
   const std::string key = ConvKey(s, operand_type, bias != nullptr) + ActivationKey(post_op) + (packed ? "/packed" : "");
-  ONNX_AMP_ASSIGN_OR_RETURN(auto primitive, dnn::CachedPrimitive(key, [&]() {
+  double multiply_adds = static_cast<double>(s.in_channels / s.group);
+  for (const dnnl::memory::dim extent : y_dims) multiply_adds *= static_cast<double>(extent);
+  for (const dnnl::memory::dim extent : g.kernel) multiply_adds *= static_cast<double>(extent);
+  ONNX_AMP_ASSIGN_OR_RETURN(auto primitive, dnn::CachedPrimitive(key, multiply_adds, [&]() {
     const dnnl::memory::dims strides(g.strides.begin(), g.strides.end());
     const dnnl::memory::dims pad_l(g.pads_begin.begin(), g.pads_begin.end());
     const dnnl::memory::dims pad_r(g.pads_end.begin(), g.pads_end.end());

@@ -2,6 +2,7 @@
 // (count_include_pad) and LpPool as plain loops over output positions, for 1-D to
 // 3-D windows with strides, dilations, pads, auto_pad and ceil_mode. Sums accumulate
 // in float32 (float64 for float64) and each output is rounded once.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "ops/common/float_compute.h"
 #include "ops/conv/conv_kernels.h"
+#include "ops/conv/pool_2d.h"
 #include "ops/conv/window_geometry.h"
 #include "runtime/exec/thread_pool.h"
 
@@ -71,7 +73,9 @@ Status RunPool(KernelContext& context, const Tensor& x, const WindowGeometry& g,
   const T* in = x.data<T>();
   T* out = y.data<T>();
   int64_t* index_out = indices ? indices->data<int64_t>() : nullptr;
-  context.threads().ParallelFor(planes, 1, [&](int64_t begin, int64_t end) {
+  // Chunks of at least ~16K outputs: waking a thread for less costs more than it saves.
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, out_size));
+  context.threads().ParallelFor(planes, grain, [&](int64_t begin, int64_t end) {
     std::vector<int64_t> o_index(rank);
     for (int64_t plane = begin; plane < end; ++plane) {
       const T* x_plane = in + plane * in_size;
@@ -138,6 +142,10 @@ Status Pool(KernelContext& context, const PoolOptions& options) {
   Tensor* indices = nullptr;
   if (options.kind == PoolKind::kMax && context.num_outputs() > 1 && context.output_used(1)) {
     ONNX_AMP_ASSIGN_OR_RETURN(indices, context.AllocateOutput(1, DType::kInt64, y_shape));
+  }
+  const bool floating = x->dtype() == DType::kFloat32 || IsLowPrecision(x->dtype());
+  if (options.kind != PoolKind::kLp && indices == nullptr && floating && Pool2dApplies(g)) {
+    return Pool2d(context, *x, g, options.kind == PoolKind::kMax, options.count_include_pad, *y);
   }
   // MaxPool also takes 8-bit integers (opset 12); float32 holds them exactly.
   if (options.kind == PoolKind::kMax && x->dtype() == DType::kUInt8) {

@@ -1,6 +1,7 @@
 // Gemm: Y = alpha * A' @ B' + beta * C, with A' = transA ? A^T : A (likewise B) and C
 // broadcast unidirectionally to [M, N]. Transposes are strides, not copies; beta * C
-// is formed in double and added by the matmul's sum post-op before the one rounding.
+// is formed in double, rounded to float32 and added before the one rounding: as the
+// matmul's bias when it is a row, else by its sum post-op.
 // A constant B is kept packed from run to run; a fused activation applies to Y.
 #include "ops/common/float_compute.h"
 #include "ops/common/matmul_problem.h"
@@ -22,6 +23,17 @@ std::vector<double> BroadcastAddend(const Tensor& c, Shape c_shape, int64_t m, i
     }
   }
   return addend;
+}
+
+// beta * C for a C of n values (shape [n] or [1, n]), each rounded to float32 as the
+// addend's values are.
+template <typename T>
+std::vector<float> BroadcastRow(const Tensor& c, int64_t n, double beta) {
+  const T* values = c.data<T>();
+  const bool scalar = c.num_elements() == 1;
+  std::vector<float> row(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j) row[j] = static_cast<float>(beta * static_cast<double>(LoadValue(values[scalar ? 0 : j])));
+  return row;
 }
 
 }  // namespace
@@ -68,11 +80,18 @@ Status GemmCpu(KernelContext& context) {
                            "C " + ShapeToString(c->shape()) + " does not broadcast to [" + std::to_string(m) + "," +
                                std::to_string(n) + "]");
     }
+    // A row C (the usual bias) is oneDNN's bias, added in float32 before the rounding
+    // as the addend would be; a full or column C, alpha != 1 and float64 take the addend.
+    const bool row = c_shape[0] == 1 && alpha == 1.0f && c->dtype() != DType::kFloat64;
     ONNX_AMP_RETURN_IF_ERROR(DispatchFloat(context, c->dtype(), [&](auto tag) {
-      addend = BroadcastAddend<decltype(tag)>(*c, c_shape, m, n, beta);
+      if (row) {
+        problem.bias = BroadcastRow<decltype(tag)>(*c, n, beta);
+      } else {
+        addend = BroadcastAddend<decltype(tag)>(*c, c_shape, m, n, beta);
+      }
       return Status::Ok();
     }));
-    problem.accumulate = true;
+    problem.accumulate = !row;
   }
   ONNX_AMP_ASSIGN_OR_RETURN(Tensor * y, context.AllocateOutput(0, a->dtype(), {m, n}));
   return ComputeMatMul(context, problem, *a, *b, *y, addend);

@@ -5,6 +5,7 @@
 //                   (likewise running_var) as outputs 1 and 2.
 // Scale/B and mean/var may have their own float dtypes (opset 15); every parameter is
 // read into the compute type, statistics are float32 (float64 for float64 X).
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -53,7 +54,9 @@ Status RunBatchNorm(KernelContext& context, const Tensor& x, bool training, Tens
   const T* in = x.data<T>();
   T* out = y.data<T>();
   std::vector<double> batch_mean(channels), batch_var(channels);
-  context.threads().ParallelFor(channels, 1, [&](int64_t begin, int64_t end) {
+  // Chunks of at least ~16K elements: waking a thread for less costs more than it saves.
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, batch * spatial));
+  context.threads().ParallelFor(channels, grain, [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
       Acc m = static_cast<Acc>(mean[c]), v = static_cast<Acc>(var[c]);
       if (training) {

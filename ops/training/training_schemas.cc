@@ -37,6 +37,10 @@ onnx::OpSchema UpdateSchema(const char* name, const std::vector<const char*>& sl
     schema.Output(output++, std::string("new_") + slot, "", "T", option);
   }
   schema.TypeConstraint("T", {kFloat32}, "float32")
+      .Attr("in_place",
+            "1: the new weight and slots are written into the input buffers, which become the outputs "
+            "(for a caller that hands over its own tensors)",
+            onnx::AttributeProto::INT, static_cast<int64_t>(0))
       .TypeAndShapeInferenceFunction([](onnx::InferenceContext& context) {
         for (size_t k = 0; k < context.getNumOutputs(); ++k) Propagate(context, 0, 0, k);
       });

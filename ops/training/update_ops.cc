@@ -94,39 +94,65 @@ Expected<UpdateTensors> ReadUpdateTensors(const KernelContext& context, int num_
   return tensors;
 }
 
+// Runs element(weight, slot0, slot1, gradient) over [begin, end), reading from `in_*`
+// and writing to `out_*` (the same arrays when updating in place). The slot count is a
+// template argument so that the loop has no per-element branch and vectorises.
+template <int kSlots, typename Element>
+void UpdateRange(const float* in_w, const float* const* in_s, const float* in_g, float* out_w, float* const* out_s,
+                 int64_t begin, int64_t end, const Element& element) {
+  for (int64_t i = begin; i < end; ++i) {
+    float weight = in_w[i];
+    float slot0 = kSlots > 0 ? in_s[0][i] : 0.0f;
+    float slot1 = kSlots > 1 ? in_s[1][i] : 0.0f;
+    element(weight, slot0, slot1, in_g[i]);
+    out_w[i] = weight;
+    if constexpr (kSlots > 0) out_s[0][i] = slot0;
+    if constexpr (kSlots > 1) out_s[1][i] = slot1;
+  }
+}
+
 // Output 0 is the new weight, output 1 + k the new slot k. `element(weight, slot0, slot1,
-// gradient)` updates one element in place (absent slots read 0 and are not written).
+// gradient)` updates one element (absent slots read 0 and are not written). With the
+// node's in_place attribute the new values overwrite the weight and slot buffers, which
+// then are the outputs (the trainer's own tensors: no allocation, half the memory
+// traffic of fresh outputs); a skip leaves them untouched either way.
 template <typename Element>
 Status ApplyUpdate(KernelContext& context, const UpdateTensors& in, bool skip, Element element) {
-  if (skip) {
+  const bool in_place = context.attr_int("in_place", 0) != 0;
+  if (skip || in_place) {
     context.SetOutput(0, *in.weight);
     for (int k = 0; k < 2; ++k) {
       if (in.slots[k] != nullptr) context.SetOutput(1 + k, *in.slots[k]);
     }
-    return Status::Ok();
+    if (skip) return Status::Ok();
   }
   const Shape& shape = in.weight->shape();
-  ONNX_AMP_ASSIGN_OR_RETURN(Tensor * new_weight, context.AllocateOutput(0, DType::kFloat32, shape));
-  float* out_w = new_weight->data<float>();
+  // In place, the inputs' buffers are written: the op's contract with the caller that
+  // sets in_place (runtime/train/update_graph.h).
+  float* out_w = const_cast<float*>(in.weight->data<float>());
+  if (!in_place) {
+    ONNX_AMP_ASSIGN_OR_RETURN(Tensor * new_weight, context.AllocateOutput(0, DType::kFloat32, shape));
+    out_w = new_weight->data<float>();
+  }
   float* out_s[2] = {nullptr, nullptr};
   const float* in_s[2] = {nullptr, nullptr};
+  int num_slots = 0;
   for (int k = 0; k < 2; ++k) {
     if (in.slots[k] == nullptr) continue;
+    ++num_slots;
+    in_s[k] = in.slots[k]->data<float>();
+    out_s[k] = const_cast<float*>(in_s[k]);
+    if (in_place) continue;
     ONNX_AMP_ASSIGN_OR_RETURN(Tensor * new_slot, context.AllocateOutput(1 + k, DType::kFloat32, shape));
     out_s[k] = new_slot->data<float>();
-    in_s[k] = in.slots[k]->data<float>();
   }
   const float* in_w = in.weight->data<float>();
   const float* in_g = in.gradient->data<float>();
   context.threads().ParallelFor(in.weight->num_elements(), kGrain, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      float weight = in_w[i];
-      float slot0 = in_s[0] != nullptr ? in_s[0][i] : 0.0f;
-      float slot1 = in_s[1] != nullptr ? in_s[1][i] : 0.0f;
-      element(weight, slot0, slot1, in_g[i]);
-      out_w[i] = weight;
-      if (out_s[0] != nullptr) out_s[0][i] = slot0;
-      if (out_s[1] != nullptr) out_s[1][i] = slot1;
+    switch (num_slots) {
+      case 0: return UpdateRange<0>(in_w, in_s, in_g, out_w, out_s, begin, end, element);
+      case 1: return UpdateRange<1>(in_w, in_s, in_g, out_w, out_s, begin, end, element);
+      default: return UpdateRange<2>(in_w, in_s, in_g, out_w, out_s, begin, end, element);
     }
   });
   return Status::Ok();

@@ -60,6 +60,9 @@ class KernelContext {
   virtual Expected<Tensor*> AllocateOutput(int index, DType dtype, const Shape& shape) = 0;
   // Sets output `index` to an existing tensor (views: Reshape, Identity, Squeeze...).
   virtual void SetOutput(int index, Tensor tensor) = 0;
+  // A float32 work tensor that lives until the kernel returns. The executor takes it from
+  // its buffer pool (kept from run to run), so large temporaries cost no fresh memory.
+  virtual Expected<Tensor> ScratchFloat32(int64_t elements) { return Tensor::Empty(DType::kFloat32, {elements}); }
 
   // Runs a graph-valued attribute (If/Loop/Scan bodies) with the given inputs; outer-scope
   // values the body reads are resolved by the executor.

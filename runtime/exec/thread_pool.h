@@ -1,5 +1,10 @@
-// A fixed pool of worker threads for data-parallel kernels. One pool per executor;
-// ParallelFor blocks until every chunk is done. Nested ParallelFor calls run inline.
+// The data-parallel loops of our kernels. One pool per executor; ParallelFor blocks
+// until every chunk is done; nested ParallelFor calls run inline.
+//
+// The loops run on the OpenMP runtime that oneDNN uses (Debian's oneDNN is built on
+// libgomp), so one team of threads serves both our kernels and oneDNN's primitives:
+// a second pool of our own would compete with oneDNN's threads, which spin for a while
+// after each primitive, for the same cores.
 #pragma once
 
 #include <cstdint>
@@ -11,19 +16,33 @@ class ThreadPool {
  public:
   // num_threads <= 0 means one per hardware thread.
   explicit ThreadPool(int num_threads = 0);
-  ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
-  int num_threads() const;
+  int num_threads() const { return num_threads_; }
 
   // Calls fn(begin, end) over disjoint chunks covering [0, total); chunks hold at least
   // `grain` items, so small loops stay on the calling thread.
   void ParallelFor(int64_t total, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
  private:
-  struct State;
-  State* state_;
+  int num_threads_;
+};
+
+// The number of threads oneDNN's primitives use on the calling thread.
+int RuntimeThreads();
+
+// Sets the number of threads oneDNN's primitives use on the calling thread (its OpenMP
+// thread count) for the scope's lifetime, and restores the previous count after.
+class RuntimeThreadsScope {
+ public:
+  explicit RuntimeThreadsScope(int num_threads);
+  ~RuntimeThreadsScope();
+  RuntimeThreadsScope(const RuntimeThreadsScope&) = delete;
+  RuntimeThreadsScope& operator=(const RuntimeThreadsScope&) = delete;
+
+ private:
+  int previous_;
 };
 
 }  // namespace onnx_amp

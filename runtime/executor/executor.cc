@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <mutex>
 #include <new>
+#include <optional>
 
 #include "ops/kernel_registry.h"
 #include "runtime/core/limits.h"
@@ -26,11 +28,10 @@ double SecondsSince(Clock::time_point start) {
 }
 
 struct RunState {
-  RunState(size_t max_memory_bytes, Device* device) : pool(max_memory_bytes), device_pool(SIZE_MAX, device),
-                                                      device(device) {}
+  RunState(MemoryPool& pool, Device* device) : pool(pool), device_pool(SIZE_MAX, device), device(device) {}
   MemoryPool& PoolOf(DeviceKind kind) { return kind == DeviceKind::kCpu ? pool : device_pool; }
-  MemoryPool pool;         // host tensors
-  MemoryPool device_pool;  // the device's tensors
+  MemoryPool& pool;        // host tensors: the executor's pool, kept from run to run
+  MemoryPool device_pool;  // the device's tensors (the device keeps its own cache)
   Device* device;
   RunStats stats;
   ThreadPool* threads = nullptr;
@@ -118,6 +119,24 @@ class NodeContext final : public KernelContext {
     return slot;
   }
 
+  Expected<Tensor> ScratchFloat32(int64_t elements) override {
+    const size_t bytes = static_cast<size_t>(std::max<int64_t>(elements, 0)) * sizeof(float);
+    std::shared_ptr<Buffer> buffer = state_.pool.Allocate(bytes);
+    if (!buffer) {
+      return Error(ErrorCode::kUnsupported, "a work buffer of " + std::to_string(bytes) +
+                                                " bytes passes the memory cap of " +
+                                                std::to_string(state_.pool.limit_bytes()) + " bytes (--max-memory)");
+    }
+    scratch_buffers_.push_back(buffer.get());
+    return Tensor(DType::kFloat32, {elements}, std::move(buffer));
+  }
+
+  // Work buffers go back to the pool once the kernel has dropped them.
+  void ReleaseScratch() {
+    for (const Buffer* buffer : scratch_buffers_) state_.pool.ReleaseIfUnused(buffer);
+    scratch_buffers_.clear();
+  }
+
   void SetOutput(int index, Tensor tensor) override {
     if (index < 0) return;
     *OutputSlot(index) = std::move(tensor);
@@ -176,6 +195,7 @@ class NodeContext final : public KernelContext {
   Frame& frame_;
   RunState& state_;
   std::deque<Tensor> scratch_;
+  std::vector<const Buffer*> scratch_buffers_;
   double subgraph_seconds_ = 0;
 };
 
@@ -195,6 +215,7 @@ Status RunSteps(Frame& frame, RunState& state) {
     NodeContext context(step, frame, state);
     const Clock::time_point start = Clock::now();
     Status status = step.kernel->compute(context);
+    context.ReleaseScratch();
     OpTime& time = state.stats.op_times[step.op_label];
     ++time.calls;
     if (step.device != DeviceKind::kCpu) ++state.stats.device_steps;
@@ -307,7 +328,8 @@ Expected<std::unique_ptr<Executor>> Executor::Create(const onnx::ModelProto& mod
   executor->device_ = options.device;
   executor->outputs_on_host_ = options.outputs_on_host;
   executor->prepack_weights_ = options.prepack_weights;
-  executor->max_memory_bytes_ = options.max_memory_bytes;
+  executor->pool_ = std::make_unique<MemoryPool>(options.max_memory_bytes > 0 ? options.max_memory_bytes
+                                                                               : PhysicalMemoryBytes());
   return executor;
 }
 
@@ -322,7 +344,15 @@ Expected<RunResult> Executor::Run(const std::map<std::string, Tensor>& feeds) {
   ONNX_AMP_RETURN_IF_ERROR(CheckInputs(inputs_, feeds));
   const Clock::time_point start = Clock::now();
   RunResult result;
-  RunState state(max_memory_bytes_ > 0 ? max_memory_bytes_ : PhysicalMemoryBytes(), device_);
+  // Runs keep the executor's pool and its buffers; a run started while another is in
+  // progress on another thread gets a pool of its own.
+  std::unique_lock<std::mutex> pool_lock(pool_mutex_, std::try_to_lock);
+  std::optional<MemoryPool> own_pool;
+  if (!pool_lock.owns_lock()) own_pool.emplace(pool_->limit_bytes());
+  MemoryPool& pool = own_pool ? *own_pool : *pool_;
+  pool.StartRun();
+  const RuntimeThreadsScope runtime_threads(threads_->num_threads());
+  RunState state(pool, device_);
   state.threads = threads_.get();
   state.prepack_weights = prepack_weights_;
   state.capture_slots = &capture_slots_;

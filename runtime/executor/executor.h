@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@ namespace onnx_amp {
 
 class Device;
 class KernelRegistry;
+class MemoryPool;
 class ModelView;
 class ThreadPool;
 struct GraphPlan;
@@ -43,9 +45,10 @@ struct ExecutorOptions {
   bool fuse_activations = true;
   // Keep constant (initializer) weights in oneDNN's preferred layout from run to run.
   bool prepack_weights = true;
-  // Cap on the bytes one run allocates for the tensors its nodes produce (0: this
-  // machine's physical memory); a node output that would pass it fails the run with an
-  // error naming the node and the output.
+  // Cap on the bytes held for the tensors the nodes produce (0: this machine's physical
+  // memory); buffers are kept from run to run, so this is what the largest run needs. A
+  // node output that would pass it fails the run with an error naming the node and the
+  // output.
   size_t max_memory_bytes = 0;
 };
 
@@ -86,7 +89,9 @@ class Executor {
   Device* device_ = nullptr;
   bool outputs_on_host_ = true;
   bool prepack_weights_ = true;
-  size_t max_memory_bytes_ = 0;
+  // Intermediate buffers kept from run to run (memory_pool.h).
+  std::unique_ptr<MemoryPool> pool_;
+  std::mutex pool_mutex_;
 };
 
 }  // namespace onnx_amp

@@ -16,7 +16,12 @@ std::shared_ptr<Buffer> MemoryPool::Allocate(size_t bytes) {
     free_.erase(fit);
     ++reuse_count_;
   } else {
-    if (bytes > limit_bytes_ - std::min(limit_bytes_, allocated_bytes_)) return nullptr;
+    if (bytes > limit_bytes_ - std::min(limit_bytes_, held_bytes_)) {
+      // Free buffers too large or too small to reuse go back before the cap says no.
+      for (const auto& [capacity, unused] : free_) held_bytes_ -= capacity;
+      free_.clear();
+      if (bytes > limit_bytes_ - std::min(limit_bytes_, held_bytes_)) return nullptr;
+    }
     if (device_ == nullptr) {
       buffer = Buffer::AllocateCpu(bytes);
     } else {
@@ -25,11 +30,19 @@ std::shared_ptr<Buffer> MemoryPool::Allocate(size_t bytes) {
       buffer = std::move(fresh).value();
     }
     allocated_bytes_ += bytes;
+    held_bytes_ += buffer->bytes();
   }
   live_bytes_ += buffer->bytes();
   peak_live_bytes_ = std::max(peak_live_bytes_, live_bytes_);
   in_use_.emplace(buffer.get(), buffer);
   return buffer;
+}
+
+void MemoryPool::StartRun() {
+  ReleaseAllUnused();
+  peak_live_bytes_ = live_bytes_;
+  allocated_bytes_ = 0;
+  reuse_count_ = 0;
 }
 
 void MemoryPool::ReleaseIfUnused(const Buffer* buffer) {

@@ -16,7 +16,8 @@ constexpr int64_t kIrVersion = 8;
 // The update node of one parameter, with the optimizer's hyper-parameters written out.
 void AddUpdateNode(onnx::GraphProto& graph, const OptimizerConfig& c, const std::string& parameter,
                    const std::string& gradient, const std::vector<std::string>& slots,
-                   const std::vector<std::string>& new_slots) {
+                   const std::vector<std::string>& new_slots, bool in_place) {
+  const onnx::AttributeProto in_place_attribute = MakeAttribute("in_place", int64_t{in_place ? 1 : 0});
   std::vector<std::string> inputs = {parameter, gradient};
   std::vector<std::string> outputs = {parameter + ".new"};
   outputs.insert(outputs.end(), new_slots.begin(), new_slots.end());
@@ -26,7 +27,8 @@ void AddUpdateNode(onnx::GraphProto& graph, const OptimizerConfig& c, const std:
       inputs.push_back(slots.empty() ? "" : slots[0]);
       inputs.insert(inputs.end(), {kUpdateLearningRate, kUpdateSkip});
       AddNode(graph, name, "SgdUpdate", kOnnxAmpDomain, inputs, outputs,
-              {MakeAttribute("momentum", c.momentum), MakeAttribute("nesterov", int64_t{c.nesterov ? 1 : 0})});
+              {MakeAttribute("momentum", c.momentum), MakeAttribute("nesterov", int64_t{c.nesterov ? 1 : 0}),
+               in_place_attribute});
       return;
     case OptimizerKind::kAdam:
     case OptimizerKind::kAdamW: {
@@ -34,7 +36,7 @@ void AddUpdateNode(onnx::GraphProto& graph, const OptimizerConfig& c, const std:
       inputs.insert(inputs.end(), {kUpdateLearningRate, kUpdateStep, kUpdateSkip});
       const bool decoupled = c.kind == OptimizerKind::kAdamW;
       Attributes attributes = {MakeAttribute("beta1", c.beta1), MakeAttribute("beta2", c.beta2),
-                               MakeAttribute("epsilon", c.epsilon)};
+                               MakeAttribute("epsilon", c.epsilon), in_place_attribute};
       if (decoupled) attributes.push_back(MakeAttribute("weight_decay", c.weight_decay));
       AddNode(graph, name, decoupled ? "AdamWUpdate" : "AdamUpdate", kOnnxAmpDomain, inputs, outputs,
               std::move(attributes));
@@ -44,7 +46,7 @@ void AddUpdateNode(onnx::GraphProto& graph, const OptimizerConfig& c, const std:
       inputs.insert(inputs.end(), slots.begin(), slots.end());
       inputs.insert(inputs.end(), {kUpdateLearningRate, kUpdateSkip});
       AddNode(graph, name, "RmspropUpdate", kOnnxAmpDomain, inputs, outputs,
-              {MakeAttribute("rho", c.rho), MakeAttribute("epsilon", c.epsilon)});
+              {MakeAttribute("rho", c.rho), MakeAttribute("epsilon", c.epsilon), in_place_attribute});
       return;
   }
 }
@@ -52,7 +54,7 @@ void AddUpdateNode(onnx::GraphProto& graph, const OptimizerConfig& c, const std:
 }  // namespace
 
 Expected<UpdateGraph> BuildUpdateGraph(const std::vector<NamedTensor>& parameters, const OptimizerConfig& optimizer,
-                                       float clip_norm) {
+                                       float clip_norm, bool in_place) {
   if (parameters.empty()) return InvalidArgument("the update graph needs at least one parameter");
   if (!(clip_norm >= 0.0f) || !std::isfinite(clip_norm)) return InvalidArgument("--clip-norm must be finite and >= 0");
   const int num_slots = SlotCount(optimizer);
@@ -125,7 +127,7 @@ Expected<UpdateGraph> BuildUpdateGraph(const std::vector<NamedTensor>& parameter
       slots.push_back(result.slot_inputs[k][p]);
       new_slots.push_back(slots.back() + ".new");
     }
-    AddUpdateNode(graph, optimizer, name, clipped[p], slots, new_slots);
+    AddUpdateNode(graph, optimizer, name, clipped[p], slots, new_slots, in_place);
     SetTensorValueInfo(*graph.add_output(), name + ".new", onnx::TensorProto::FLOAT, parameters[p].tensor.shape());
     for (const std::string& slot : new_slots) {
       SetTensorValueInfo(*graph.add_output(), slot, onnx::TensorProto::FLOAT, parameters[p].tensor.shape());

@@ -1,0 +1,24 @@
+// The 2-D MaxPool / AveragePool of CNNs (no dilation, no Indices output) as direct loops
+// over each window's clipped rectangle. pool.cc's general walker decodes every tap's
+// position with divisions, which made a 2x2 max pool most of a batch-1 CNN run. Taps
+// are visited in the same row-major order and summed in the same order, so every
+// output is bit-identical to the general path's.
+#pragma once
+
+#include "ops/conv/window_geometry.h"
+#include "runtime/core/status.h"
+#include "runtime/core/tensor.h"
+#include "runtime/exec/kernel.h"
+
+namespace onnx_amp {
+
+// Whether Pool2d takes this window (rank 2, every dilation 1).
+bool Pool2dApplies(const WindowGeometry& g);
+
+// Max (NaN wins, the first of equal values kept) or average (divided by the taps inside
+// the input, or inside the padded input with count_include_pad) of each window of a
+// float32, float16 or bfloat16 X [N, C, H, W] into Y [N, C, OH, OW], rounded once.
+Status Pool2d(KernelContext& context, const Tensor& x, const WindowGeometry& g, bool max, bool count_include_pad,
+              Tensor& y);
+
+}  // namespace onnx_amp
