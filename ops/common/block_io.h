@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "ops/elementwise/cast_math.h"
+#include "ops/common/cast_math.h"
 #include "runtime/core/convert.h"
 #include "runtime/core/float16.h"
 

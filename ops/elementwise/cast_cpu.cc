@@ -2,7 +2,7 @@
 // between all numeric dtypes and bool. String and float8 types are unsupported.
 #include <algorithm>
 
-#include "ops/elementwise/cast_math.h"
+#include "ops/common/cast_math.h"
 #include "ops/elementwise/elementwise_families.h"
 #include "ops/elementwise/elementwise_kernel.h"
 #include "ops/kernel_registry.h"
