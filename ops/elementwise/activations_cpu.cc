@@ -1,9 +1,16 @@
-// Activations: Relu LeakyRelu PRelu Elu Selu Celu Sigmoid HardSigmoid HardSwish Softplus
-// Softsign Tanh ThresholdedRelu Gelu Mish Shrink.
+// The activation ops and their fused gradients. The table at the end is the family's
+// list of activations (activations.h): each op's kernel and, where it has one, its fused
+// gradient op.
+#include <string>
+#include <vector>
+
 #include "ops/common/elementwise_math.h"
+#include "ops/common/float32_buffers.h"
+#include "ops/elementwise/activations.h"
 #include "ops/elementwise/elementwise_families.h"
 #include "ops/elementwise/elementwise_kernel.h"
 #include "ops/kernel_registry.h"
+#include "runtime/core/onnx_domain.h"
 
 namespace onnx_amp {
 namespace {
@@ -72,30 +79,77 @@ Status Shrink(KernelContext& context) {
   return RunUnary<kMaskNumeric>(context, op);
 }
 
+// --- fused gradients: dX = dY * slope(V), V the forward value of input 1 (X or Y).
+// float32, float16 and bfloat16 tensors are read as float32, and each element of dX is
+// rounded once to the dtype of dY.
+
+template <typename Slope>
+Status PointwiseGradWith(KernelContext& context, const Slope& slope) {
+  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* dy, FloatInput(context, 0));
+  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* v, FloatInput(context, 1));
+  if (dy->shape() != v->shape()) {
+    return context.Error(ErrorCode::kInvalidModel, "dY " + ShapeToString(dy->shape()) + " and the forward value " +
+                                                       ShapeToString(v->shape()) + " differ in shape");
+  }
+  std::vector<float> dx = ToFloat32(*dy);
+  const std::vector<float> values = ToFloat32(*v);
+  for (size_t i = 0; i < dx.size(); ++i) dx[i] *= slope(values[i]);
+  return WriteOutput(context, 0, dy->dtype(), dy->shape(), dx);
+}
+
+template <typename Slope>
+Status PointwiseGrad(KernelContext& context) {
+  return PointwiseGradWith(context, Slope{});
+}
+
+Status GeluGrad(KernelContext& context) {
+  const std::string approximate = context.attr_string("approximate", "none");
+  if (approximate != "none" && approximate != "tanh") {
+    return context.Error(ErrorCode::kInvalidModel, "unknown approximate '" + approximate + "'");
+  }
+  return PointwiseGradWith(context, GeluSlope{approximate == "tanh"});
+}
+
+// Slopes and formulas: ops/common/elementwise_math.h.
+constexpr Activation kActivations[] = {
+    {"Relu", Relu, "ReluGrad", PointwiseGrad<ReluSlope>, SlopeOf::kInput},
+    {"LeakyRelu", LeakyRelu},
+    {"PRelu", PRelu},
+    {"Elu", Elu},
+    {"Selu", Selu},
+    {"Celu", Celu},
+    {"Sigmoid", FloatUnary<SigmoidOp>, "SigmoidGrad", PointwiseGrad<SigmoidSlope>, SlopeOf::kOutput},
+    {"HardSigmoid", HardSigmoid},
+    {"HardSwish", FloatUnary<HardSwishOp>},
+    {"Softplus", FloatUnary<SoftplusOp>},
+    {"Softsign", FloatUnary<SoftsignOp>},
+    {"Tanh", FloatUnary<TanhOp>, "TanhGrad", PointwiseGrad<TanhSlope>, SlopeOf::kOutput},
+    {"ThresholdedRelu", ThresholdedRelu},
+    {"Gelu", Gelu, "GeluGrad", GeluGrad, SlopeOf::kInput, {"approximate"}},
+    {"Mish", FloatUnary<MishOp>},
+    {"Shrink", Shrink},
+};
+
 }  // namespace
 
+std::span<const Activation> Activations() { return kActivations; }
+
+const Activation* FindActivation(std::string_view op) {
+  for (const Activation& activation : kActivations) {
+    if (activation.op == op) return &activation;
+  }
+  return nullptr;
+}
+
 void RegisterActivationCpuKernels(KernelRegistry& registry) {
-  // The fifth field, may_inplace: element i of the output reads only element i of a
-  // same-shaped input, so the output may reuse that input's buffer.
-  const KernelDef defs[] = {
-      {"", "Relu", DeviceKind::kCpu, Relu, true},
-      {"", "LeakyRelu", DeviceKind::kCpu, LeakyRelu, true},
-      {"", "PRelu", DeviceKind::kCpu, PRelu, true},
-      {"", "Elu", DeviceKind::kCpu, Elu, true},
-      {"", "Selu", DeviceKind::kCpu, Selu, true},
-      {"", "Celu", DeviceKind::kCpu, Celu, true},
-      {"", "Sigmoid", DeviceKind::kCpu, FloatUnary<SigmoidOp>, true},
-      {"", "HardSigmoid", DeviceKind::kCpu, HardSigmoid, true},
-      {"", "HardSwish", DeviceKind::kCpu, FloatUnary<HardSwishOp>, true},
-      {"", "Softplus", DeviceKind::kCpu, FloatUnary<SoftplusOp>, true},
-      {"", "Softsign", DeviceKind::kCpu, FloatUnary<SoftsignOp>, true},
-      {"", "Tanh", DeviceKind::kCpu, FloatUnary<TanhOp>, true},
-      {"", "ThresholdedRelu", DeviceKind::kCpu, ThresholdedRelu, true},
-      {"", "Gelu", DeviceKind::kCpu, Gelu, true},
-      {"", "Mish", DeviceKind::kCpu, FloatUnary<MishOp>, true},
-      {"", "Shrink", DeviceKind::kCpu, Shrink, true},
-  };
-  for (const KernelDef& def : defs) registry.Register(def);
+  for (const Activation& activation : kActivations) {
+    // may_inplace: element i of the output reads only element i of a same-shaped input,
+    // so the output may reuse that input's buffer.
+    registry.Register({"", activation.op, DeviceKind::kCpu, activation.forward, true});
+    if (!activation.gradient_op.empty()) {
+      registry.Register({kOnnxAmpDomain, activation.gradient_op, DeviceKind::kCpu, activation.gradient});
+    }
+  }
 }
 
 }  // namespace onnx_amp

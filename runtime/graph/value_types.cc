@@ -10,8 +10,9 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "runtime/graph/graph_view_builder.h"
+#include "ops/op_def.h"
 #include "runtime/core/onnx_domain.h"
+#include "runtime/graph/graph_view_builder.h"
 #include "runtime/onnx/inference_guards.h"
 
 namespace onnx_amp {
@@ -151,21 +152,6 @@ bool IsDefaultDomain(const onnx::NodeProto& node) {
   return IsOnnxDomain(node.domain());
 }
 
-bool ProducesBool(std::string_view op_type) {
-  static constexpr std::string_view kBoolOps[] = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
-                                                  "IsNaN", "IsInf", "Not",  "And",         "Or",
-                                                  "Xor"};
-  for (std::string_view op : kBoolOps) {
-    if (op == op_type) return true;
-  }
-  return false;
-}
-
-bool ProducesInt64(std::string_view op_type) {
-  return op_type == "Shape" || op_type == "Size" || op_type == "ArgMax" || op_type == "ArgMin" ||
-         op_type == "NonZero";
-}
-
 }  // namespace
 
 DType GraphViewBuilder::BodyInputType(const GraphView& view, const onnx::NodeProto& owner, int input_position) {
@@ -198,8 +184,8 @@ DType GraphViewBuilder::FallbackOutputType(const GraphView& view, int node_index
       return to == nullptr ? DType::kUndefined : DTypeOrUndefined(static_cast<int32_t>(to->i()));
     }
     if (op_type == "CastLike") return node.input_size() > 1 ? view.ValueType(node.input(1)) : DType::kUndefined;
-    if (ProducesInt64(op_type)) return DType::kInt64;
-    if (ProducesBool(op_type)) return DType::kBool;
+    if (OpProducesInt64(kOnnxDomain, op_type)) return DType::kInt64;
+    if (OpProducesBool(kOnnxDomain, op_type)) return DType::kBool;
     if (op_type == "Constant") return ConstantType(node);
     if (op_type == "ConstantOfShape") {
       const onnx::AttributeProto* value = FindAttribute(node, "value");
