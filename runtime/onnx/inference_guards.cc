@@ -77,6 +77,22 @@ void CheckConvTransposeOperands(onnx::InferenceContext& ctx) {
   }
 }
 
+// What ONNX 1.18's convolution inference assumes when it takes the kernel from the weight
+// (no kernel_shape): a weight of the input's rank. A longer one makes it read input dims
+// past the end (QLinearConv with a 1-D input and a 2-D kernel; graph_view fuzz target).
+template <int kWeightIndex>
+void CheckWeightRankMatchesInput(onnx::InferenceContext& ctx) {
+  if (ctx.getAttribute("kernel_shape") != nullptr || !onnx::hasInputShape(ctx, 0) ||
+      !onnx::hasInputShape(ctx, kWeightIndex)) {
+    return;
+  }
+  const int input_rank = ctx.getInputType(0)->tensor_type().shape().dim_size();
+  const int weight_rank = ctx.getInputType(kWeightIndex)->tensor_type().shape().dim_size();
+  if (weight_rank != input_rank) {
+    fail_shape_inference("the weight has rank ", weight_rank, " but the input has rank ", input_rank);
+  }
+}
+
 // What ONNX 1.18's convolution and pooling inference assume: strides > 0 (they divide by
 // each stride; a zero one stops the process with SIGFPE).
 void CheckPositiveStrides(onnx::InferenceContext& ctx) {
@@ -177,6 +193,8 @@ void GuardShapeInference() {
   std::call_once(once, [] {
     Guard("Einsum", CheckEinsumOperands);
     Guard("ConvTranspose", CheckConvTransposeOperands);
+    for (const char* op_type : {"Conv", "ConvInteger", "DeformConv"}) Guard(op_type, CheckWeightRankMatchesInput<1>);
+    Guard("QLinearConv", CheckWeightRankMatchesInput<3>);
     for (const char* op_type : {"Conv", "ConvInteger", "QLinearConv", "ConvTranspose", "DeformConv", "MaxPool",
                                 "AveragePool", "LpPool", "MaxUnpool"}) {
       Guard(op_type, CheckPositiveStrides);

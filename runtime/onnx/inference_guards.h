@@ -9,6 +9,8 @@
 //           stand for different numbers of dims, an output label no input has.
 //   ConvTranspose: a weight of rank < 2, or (without kernel_shape) of another rank than
 //           the input.
+//   Conv, ConvInteger, QLinearConv, DeformConv without kernel_shape: a weight of another rank
+//           than the input (the kernel is read from it; graph_view fuzz target).
 //   Conv, ConvTranspose, pooling (and their quantized forms): a stride <= 0 (their
 //           output-size arithmetic divides by it: SIGFPE; graph_view fuzz target).
 //   Data propagation of every op: an input whose static length exceeds any shape vector's

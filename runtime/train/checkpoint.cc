@@ -38,6 +38,7 @@ Status SaveCheckpoint(const std::filesystem::path& path, Trainer& trainer, const
   arrays.push_back({"optimizer.step", Int64Array({trainer.optimizer().step_count()})});
   arrays.push_back({"data.position", Int64Array({static_cast<int64_t>(position.seed), position.epoch, position.batch,
                                                  position.global_step})});
+  if (position.ranks != 1) arrays.push_back({"data.ranks", Int64Array({position.ranks})});
   const std::vector<NamedTensor>& weights = trainer.weights();
   for (size_t p = 0; p < weights.size(); ++p) {
     arrays.push_back({"weight/" + weights[p].name, weights[p].tensor});
@@ -57,6 +58,12 @@ Status LoadCheckpoint(const std::filesystem::path& path, Trainer& trainer, DataP
   ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* counters, Find(arrays, "scaler.counters", DType::kInt64, 5, path));
   ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* step, Find(arrays, "optimizer.step", DType::kInt64, 1, path));
   ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* data, Find(arrays, "data.position", DType::kInt64, 4, path));
+  // Written only by data-parallel runs: a single-process checkpoint stays as it was.
+  int64_t ranks = 1;
+  if (arrays.count("data.ranks") != 0) {
+    ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* stored, Find(arrays, "data.ranks", DType::kInt64, 1, path));
+    ranks = *stored->data<int64_t>();
+  }
   std::vector<NamedTensor>& weights = trainer.weights();
   // Check everything before changing anything.
   std::vector<std::pair<const Tensor*, Tensor*>> copies;
@@ -83,7 +90,7 @@ Status LoadCheckpoint(const std::filesystem::path& path, Trainer& trainer, DataP
   for (auto& [from, to] : copies) *to = from->Reshaped(to->shape());
   trainer.optimizer().set_step_count(*step->data<int64_t>());
   const int64_t* d = data->data<int64_t>();
-  position = {static_cast<uint64_t>(d[0]), d[1], d[2], d[3]};
+  position = {static_cast<uint64_t>(d[0]), d[1], d[2], d[3], ranks};
   return Status::Ok();
 }
 

@@ -18,6 +18,7 @@ struct DataPosition {
   int64_t epoch = 0;
   int64_t batch = 0;        // next batch within the epoch
   int64_t global_step = 0;  // optimizer steps taken or skipped
+  int64_t ranks = 1;        // data-parallel ranks the batches were split over
 };
 
 // Written only between steps (after the scaler's Update()).

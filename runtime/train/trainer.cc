@@ -88,7 +88,11 @@ Expected<StepResult> Trainer::Step(std::span<const Batch> micro_batches) {
     }
   }
   if (accumulate) gradients = sums_;
-  const int64_t micro_count = static_cast<int64_t>(micro_batches.size());
+  int64_t micro_count = static_cast<int64_t>(micro_batches.size());
+  if (sync_ != nullptr) {  // the update sees the sum over every rank's micro-batches
+    ONNX_AMP_RETURN_IF_ERROR(sync_->SumGradients(gradients, loss_sum, scaler_.state().steps + 1));
+    micro_count *= sync_->ranks();
+  }
   result.loss = static_cast<float>(loss_sum / static_cast<double>(micro_count));
   ONNX_AMP_RETURN_IF_ERROR(Update(std::move(gradients), micro_count, result));
   ONNX_AMP_RETURN_IF_ERROR(scaler_.Update());
@@ -113,8 +117,9 @@ Status Trainer::Update(std::vector<Tensor> gradients, int64_t micro_batches, Ste
   ONNX_AMP_ASSIGN_OR_RETURN(RunResult run, update_executor_->Run(feeds));
   ONNX_AMP_ASSERT(run.outputs.size() == 2 + parameters.size() * (1 + num_slots),
                   "update graph outputs: skip, first non-finite, then each parameter's weight and slots");
-  const bool skip = *run.outputs[0].tensor.data<bool>();
-  const int64_t first = *run.outputs[1].tensor.data<int64_t>();
+  bool skip = *run.outputs[0].tensor.data<bool>();
+  int64_t first = *run.outputs[1].tensor.data<int64_t>();
+  if (sync_ != nullptr) ONNX_AMP_RETURN_IF_ERROR(sync_->AgreeOnSkip(skip, first, scaler_.state().steps + 1));
   ONNX_AMP_ASSERT(first < static_cast<int64_t>(parameters.size()), "first non-finite gradient index out of range");
   // The first non-finite gradient names the overflow; a non-finite loss only without one.
   if (first >= 0) {

@@ -28,6 +28,7 @@
 #include "runtime/executor/executor.h"
 #include "runtime/train/loss_scaler.h"
 #include "runtime/train/optimizer.h"
+#include "runtime/train/replica_sync.h"
 #include "runtime/train/training_graph.h"
 #include "runtime/train/update_graph.h"
 
@@ -74,6 +75,11 @@ class Trainer {
   std::vector<NamedTensor>& weights() { return graph_.parameters; }
   Optimizer& optimizer() { return optimizer_; }
   LossScaler& scaler() { return scaler_; }
+  // Data-parallel training: the step's gradients and loss are summed over the replicas
+  // before the update graph, and the skip decision is theirs together. Null (the default):
+  // a single process. Not owned.
+  void set_replica_sync(ReplicaSync* sync) { sync_ = sync; }
+  ReplicaSync* replica_sync() const { return sync_; }
 
  private:
   Trainer(TrainingGraph graph, UpdateGraph update, const TrainerConfig& config, std::vector<Shape> shapes);
@@ -90,6 +96,7 @@ class Trainer {
   std::unique_ptr<Executor> eval_;
   std::unique_ptr<Executor> update_executor_;
   std::vector<Tensor> sums_;  // float32 gradient sums, used when a step has several micro-batches
+  ReplicaSync* sync_ = nullptr;
 };
 
 }  // namespace onnx_amp

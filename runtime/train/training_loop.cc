@@ -61,15 +61,23 @@ Expected<BatchLayout> ReadBatchLayout(const TrainingGraph& graph) {
   return layout;
 }
 
+// Under data parallelism each rank evaluates every ranks-th batch and the counts are summed.
 Expected<EvalResult> EvaluateSet(Trainer& trainer, const Dataset& data, const BatchLayout& layout, int64_t batch_size) {
   EvalResult result;
   std::vector<int64_t> indices;
-  for (int64_t start = 0; start < data.size(); start += batch_size) {
+  ReplicaSync* sync = trainer.replica_sync();
+  const int64_t stride = batch_size * (sync != nullptr ? sync->ranks() : 1);
+  for (int64_t start = sync != nullptr ? batch_size * sync->rank() : 0; start < data.size(); start += stride) {
     indices.clear();
     for (int64_t i = start; i < std::min(start + batch_size, data.size()); ++i) indices.push_back(i);
     ONNX_AMP_ASSIGN_OR_RETURN(Batch batch,
                               MakeBatch(data, indices, layout.sample, trainer.graph().loss, layout.classes));
     ONNX_AMP_RETURN_IF_ERROR(trainer.Evaluate(batch, result));
+  }
+  if (sync != nullptr) {
+    double sums[3] = {result.loss_sum, static_cast<double>(result.correct), static_cast<double>(result.count)};
+    ONNX_AMP_RETURN_IF_ERROR(sync->SumValues(sums, "the evaluation counts"));
+    result = {sums[0], static_cast<int64_t>(sums[1]), static_cast<int64_t>(sums[2])};
   }
   return result;
 }
@@ -84,7 +92,10 @@ class TrainingRun {
         options_(options),
         callbacks_(callbacks),
         plan_(plan),
-        layout_(std::move(layout)) {}
+        layout_(std::move(layout)),
+        sync_(trainer.replica_sync()),
+        rank_(sync_ != nullptr ? sync_->rank() : 0),
+        ranks_(sync_ != nullptr ? sync_->ranks() : 1) {}
 
   Status Run() {
     ONNX_AMP_RETURN_IF_ERROR(Start());
@@ -111,40 +122,53 @@ class TrainingRun {
         position_.batch = 0;
         order_ = EpochOrder(data_.train.size(), position_.seed, position_.epoch);
       }
-      const bool save = !checkpoint_.empty() &&
-                        (position_.global_step == plan_.total_steps ||
-                         (options_.checkpoint_every > 0 && position_.global_step % options_.checkpoint_every == 0));
-      if (save) ONNX_AMP_RETURN_IF_ERROR(SaveCheckpoint(checkpoint_, trainer_, position_));
+      const bool last = position_.global_step == plan_.total_steps;
+      const bool every = options_.checkpoint_every > 0 && position_.global_step % options_.checkpoint_every == 0;
+      const bool save = !checkpoint_.empty() && (last || every);
+      // Replicas that drifted apart (a bug, or a rank whose memory went bad) must not be saved.
+      if (sync_ != nullptr && (save || last)) ONNX_AMP_RETURN_IF_ERROR(CheckReplicasAgree());
+      if (save && rank_ == 0) ONNX_AMP_RETURN_IF_ERROR(SaveCheckpoint(checkpoint_, trainer_, position_));
     }
     return Status::Ok();
   }
 
  private:
   // Resumes from the checkpoint when asked and there is one, and opens the metrics file
-  // (appending when resumed).
+  // (appending when resumed). Under data parallelism every rank reads the checkpoint, rank 0
+  // alone writes files, and the ranks must start from the same state.
   Status Start() {
     position_.seed = options_.seed;
-    if (!options_.checkpoint_dir.empty()) {
-      checkpoint_ = options_.checkpoint_dir / "checkpoint.npz";
+    position_.ranks = ranks_;
+    if (!options_.checkpoint_dir.empty() && rank_ == 0) {
       std::error_code error;
       std::filesystem::create_directories(options_.checkpoint_dir, error);
       if (error) return IoError(options_.checkpoint_dir.string() + ": cannot create the folder: " + error.message());
     }
+    if (!options_.checkpoint_dir.empty()) checkpoint_ = options_.checkpoint_dir / "checkpoint.npz";
     const bool resumed = options_.resume && std::filesystem::exists(checkpoint_);
     if (resumed) {
       ONNX_AMP_RETURN_IF_ERROR(LoadCheckpoint(checkpoint_, trainer_, position_));
+      if (position_.ranks != ranks_) {
+        return InvalidArgument(checkpoint_.string() + ": written by a run over " + std::to_string(position_.ranks) +
+                               " rank(s); resume it with the same number (this run has " + std::to_string(ranks_) +
+                               ")");
+      }
       if (callbacks_.resumed) callbacks_.resumed(checkpoint_, position_.global_step);
     }
-    ONNX_AMP_RETURN_IF_ERROR(metrics_.Open(options_.metrics, resumed));
+    if (sync_ != nullptr) ONNX_AMP_RETURN_IF_ERROR(CheckReplicasAgree());
+    if (rank_ == 0) ONNX_AMP_RETURN_IF_ERROR(metrics_.Open(options_.metrics, resumed));
     order_ = EpochOrder(data_.train.size(), position_.seed, position_.epoch);
     epoch_start_ = Clock::now();
     return Status::Ok();
   }
 
+  // Ranks split every step's samples into contiguous shards, rank 0 first, so N ranks see
+  // together what one rank with N times the batch would see.
   Expected<std::vector<Batch>> NextMicroBatches() const {
     std::vector<Batch> micro_batches;
     for (int64_t k = 0; k < options_.accumulation_steps; ++k) {
-      const int64_t start = (position_.batch * options_.accumulation_steps + k) * options_.batch_size;
+      const int64_t micro_batch = (position_.batch * ranks_ + rank_) * options_.accumulation_steps + k;
+      const int64_t start = micro_batch * options_.batch_size;
       std::span<const int64_t> indices(order_.data() + start, static_cast<size_t>(options_.batch_size));
       ONNX_AMP_ASSIGN_OR_RETURN(Batch batch, MakeBatch(data_.train, indices, layout_.sample, trainer_.graph().loss,
                                                        layout_.classes));
@@ -182,12 +206,21 @@ class TrainingRun {
     return Status::Ok();
   }
 
+  Status CheckReplicasAgree() {
+    return sync_->CheckSameState(ReplicaFingerprint(trainer_, position_, options_),
+                                 "training state at step " + std::to_string(position_.global_step) +
+                                     " (weights, optimizer, loss scale, data position, flags)");
+  }
+
   Trainer& trainer_;
   const TrainingData& data_;
   const TrainingRunOptions& options_;
   const TrainingCallbacks& callbacks_;
   const StepPlan plan_;
   const BatchLayout layout_;
+  ReplicaSync* const sync_;  // null: one process
+  const int rank_;
+  const int ranks_;
   std::filesystem::path checkpoint_;
   MetricsFile metrics_;
   DataPosition position_;
@@ -200,22 +233,26 @@ class TrainingRun {
 
 }  // namespace
 
-Expected<StepPlan> PlanSteps(const TrainingRunOptions& options, int64_t train_samples) {
+Expected<StepPlan> PlanSteps(const TrainingRunOptions& options, int64_t train_samples, int ranks) {
   if (options.batch_size <= 0) return InvalidArgument("--batch-size must be positive");
   if (options.accumulation_steps <= 0) return InvalidArgument("--accumulation-steps must be positive");
   if ((options.checkpoint_every > 0 || options.resume) && options.checkpoint_dir.empty()) {
     return InvalidArgument("--checkpoint-every and --resume need --checkpoint-dir");
   }
   StepPlan plan;
-  plan.steps_per_epoch = train_samples / (options.batch_size * options.accumulation_steps);
-  if (plan.steps_per_epoch == 0) return InvalidArgument("the training set is smaller than one step's batch");
+  plan.steps_per_epoch = train_samples / (options.batch_size * options.accumulation_steps * ranks);
+  if (plan.steps_per_epoch == 0) {
+    return InvalidArgument(ranks == 1 ? "the training set is smaller than one step's batch"
+                                      : "the training set is smaller than one step's batch over all ranks");
+  }
   plan.total_steps = options.max_steps > 0 ? options.max_steps : options.epochs * plan.steps_per_epoch;
   return plan;
 }
 
 Status RunTraining(Trainer& trainer, const TrainingData& data, const TrainingRunOptions& options,
                    const TrainingCallbacks& callbacks) {
-  ONNX_AMP_ASSIGN_OR_RETURN(const StepPlan plan, PlanSteps(options, data.train.size()));
+  ReplicaSync* sync = trainer.replica_sync();
+  ONNX_AMP_ASSIGN_OR_RETURN(const StepPlan plan, PlanSteps(options, data.train.size(), sync ? sync->ranks() : 1));
   ONNX_AMP_ASSIGN_OR_RETURN(BatchLayout layout, ReadBatchLayout(trainer.graph()));
   TrainingRun run(trainer, data, options, callbacks, plan, std::move(layout));
   return run.Run();

@@ -34,10 +34,11 @@ struct StepPlan {
   int64_t total_steps = 0;
 };
 
-// The run's length, for the learning-rate schedule and the loop. Errors: InvalidArgument,
-// naming the flag, for a batch size or accumulation below 1, checkpoint options without
-// a checkpoint folder, or a training set smaller than one step's batch.
-Expected<StepPlan> PlanSteps(const TrainingRunOptions& options, int64_t train_samples);
+// The run's length, for the learning-rate schedule and the loop; a step takes batch_size x
+// accumulation_steps samples on each of `ranks` data-parallel ranks. Errors:
+// InvalidArgument, naming the flag, for a batch size or accumulation below 1, checkpoint
+// options without a checkpoint folder, or a training set smaller than one step's batch.
+Expected<StepPlan> PlanSteps(const TrainingRunOptions& options, int64_t train_samples, int ranks = 1);
 
 struct StepProgress {
   int64_t epoch = 0;            // 1-based
@@ -64,7 +65,10 @@ struct TrainingCallbacks {
   std::function<void(const EpochSummary&)> epoch_done;  // also when the run ends mid-epoch
 };
 
-// Trains `trainer` on `data` (its schedule's total_steps should be PlanSteps'). Errors:
+// Trains `trainer` on `data` (its schedule's total_steps should be PlanSteps'). With a
+// ReplicaSync on the trainer (data parallelism, replica_sync.h) each rank trains on its
+// shard of every step, evaluates its share of the evaluation set, and only rank 0 writes
+// the metrics and checkpoints; every rank reads the checkpoint on resume. Errors:
 // PlanSteps', the data's and checkpoints' (naming the file), and the trainer's.
 Status RunTraining(Trainer& trainer, const TrainingData& data, const TrainingRunOptions& options,
                    const TrainingCallbacks& callbacks);

@@ -158,6 +158,18 @@ TEST(OnnxChecksTest, OperandsOnnxInferenceWouldCrashOnFailInference) {
     EXPECT_NE(strict.message().find(expected), std::string::npos) << strict.message();
   }
 
+  // Conv and QLinearConv took a 2-D kernel from a rank-4 weight for a rank-3 input and read
+  // input dims past the end (graph_view fuzz target).
+  {
+    onnx::ModelProto model = AddModel({1, 1, 7}, {1, 1, 1, 1});
+    model.mutable_opset_import(0)->set_version(11);
+    model.mutable_graph()->mutable_node(0)->set_op_type("Conv");
+    const Status strict = InferShapes(model, /*strict=*/true);
+    EXPECT_EQ(strict.code(), ErrorCode::kInvalidModel);
+    EXPECT_NE(strict.message().find("the weight has rank 4 but the input has rank 3"), std::string::npos)
+        << strict.message();
+  }
+
   // MaxPool-1 and Conv-11 with a zero stride divided by it (graph_view fuzz target).
   for (const auto& [op_type, opset] : {std::pair{"MaxPool", 1}, std::pair{"Conv", 11}, std::pair{"AveragePool", 19}}) {
     onnx::ModelProto model = AddModel({1, 1, 8}, {1, 1, 2});

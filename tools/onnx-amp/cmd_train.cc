@@ -4,7 +4,8 @@
 // is runtime/train (training_loop.h): each step runs the training graph per
 // micro-batch, then the update graph (trainer.h). Progress goes to stderr, a summary per
 // epoch to stdout, one JSON line per step to --metrics; checkpoints are written
-// atomically and --resume continues bit-identically.
+// atomically and --resume continues bit-identically. Under mpirun each process is one
+// data-parallel rank (train_distributed.h).
 #include <unistd.h>
 
 #include <cmath>
@@ -22,6 +23,7 @@
 #include "runtime/train/training_loop.h"
 #include "tools/onnx-amp/command.h"
 #include "tools/onnx-amp/memory_flag.h"
+#include "tools/onnx-amp/train_distributed.h"
 
 namespace onnx_amp {
 namespace {
@@ -47,6 +49,7 @@ struct TrainOptions {
   std::string save_training_graph;
   int threads = 0;
   std::string max_memory;
+  DistributedFlags distributed;
 };
 
 Expected<LossScalerConfig> ScalerConfig(const TrainOptions& options, PolicyKind policy) {
@@ -156,35 +159,59 @@ TrainingCallbacks PrintingCallbacks() {
   return callbacks;
 }
 
-Status Train(const TrainOptions& options) {
+// `distributed`: null for a plain run; under mpirun, this rank's part of the job.
+Status TrainRank(const TrainOptions& options, DistributedTraining* distributed) {
   ONNX_AMP_ASSIGN_OR_RETURN(const onnx::ModelProto model, LoadModel(options.model));
   ONNX_AMP_ASSIGN_OR_RETURN(TrainingData data, LoadTrainingData(options.data));
   data.train = TakeFirst(data.train, options.train_limit);
   if (data.eval) data.eval = TakeFirst(*data.eval, options.eval_limit);
-  ONNX_AMP_ASSIGN_OR_RETURN(const StepPlan plan, PlanSteps(options.run, data.train.size()));
+  const int ranks = distributed != nullptr ? distributed->ranks() : 1;
+  const bool writer = distributed == nullptr || distributed->writes_files();
+  ONNX_AMP_ASSIGN_OR_RETURN(const StepPlan plan, PlanSteps(options.run, data.train.size(), ranks));
 
   ONNX_AMP_ASSIGN_OR_RETURN(const PolicyKind policy, ParsePolicyKind(options.policy));
   ONNX_AMP_ASSIGN_OR_RETURN(const LossKind loss, ParseLossKind(options.loss));
   Expected<TrainingGraph> graph = TrainingGraphFor(model, policy, loss);
   if (!graph.ok()) return graph.status().WithContext(options.model);
-  ONNX_AMP_ASSIGN_OR_RETURN(const TrainerConfig config, MakeTrainerConfig(options, policy, plan.total_steps));
+  ONNX_AMP_ASSIGN_OR_RETURN(TrainerConfig config, MakeTrainerConfig(options, policy, plan.total_steps));
+  if (distributed != nullptr && options.threads == 0) config.num_threads = distributed->DefaultThreads();
   ONNX_AMP_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(std::move(*graph), config));
-  if (!options.save_training_graph.empty()) {
+  if (distributed != nullptr) {
+    trainer->set_replica_sync(distributed->sync());
+    if (writer && distributed->ranks() > 1) {
+      const std::string line = distributed->Describe(options.run.batch_size, options.run.accumulation_steps);
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
+  }
+  if (!options.save_training_graph.empty() && writer) {
     ONNX_AMP_RETURN_IF_ERROR(SaveModel(trainer->graph().train_model, options.save_training_graph));
     ONNX_AMP_RETURN_IF_ERROR(SaveModel(trainer->update_model(), UpdateGraphPath(options.save_training_graph)));
   }
-  ONNX_AMP_RETURN_IF_ERROR(RunTraining(*trainer, data, options.run, PrintingCallbacks()));
-  if (!options.export_path.empty()) {
+  const TrainingCallbacks callbacks = writer ? PrintingCallbacks() : TrainingCallbacks{};
+  ONNX_AMP_RETURN_IF_ERROR(RunTraining(*trainer, data, options.run, callbacks));
+  if (distributed != nullptr && distributed->sync() != nullptr && writer) {
+    std::fprintf(stderr, "%s\n", distributed->DescribeVolume().c_str());
+  }
+  if (!options.export_path.empty() && writer) {
     ONNX_AMP_RETURN_IF_ERROR(ExportModel(model, *trainer, options.export_path, options.export_policy));
   }
   return Status::Ok();
+}
+
+Status Train(const TrainOptions& options) {
+  ONNX_AMP_ASSIGN_OR_RETURN(std::unique_ptr<DistributedTraining> distributed,
+                            DistributedTraining::StartIfLaunched(options.distributed));
+  Status status = TrainRank(options, distributed.get());
+  if (!status.ok() && distributed != nullptr) distributed->Abort(status);
+  return status;
 }
 
 }  // namespace
 
 void AddTrainCommand(CLI::App& app, CommandRunner& runner) {
   auto o = std::make_shared<TrainOptions>();
-  CLI::App* command = app.add_subcommand("train", "Train a model with float32 master weights and loss scaling");
+  CLI::App* command = app.add_subcommand(
+      "train", "Train a model with float32 master weights and loss scaling (under mpirun -np N: data parallel)");
   command->add_option("MODEL", o->model, "ONNX model file (float32)")->required();
   command->add_option("--data", o->data, "IDX folder (t10k = evaluation) or .npz with x, y [, x_test, y_test]")->required();
   command->add_option("--policy", o->policy, "float32, mixed_float16 or mixed_bfloat16");
@@ -216,6 +243,7 @@ void AddTrainCommand(CLI::App& app, CommandRunner& runner) {
                       "update)");
   command->add_option("--threads", o->threads, "Worker threads (0: one per core)")->check(CLI::NonNegativeNumber);
   AddMaxMemoryFlag(*command, o->max_memory);
+  AddDistributedFlags(*command, o->distributed);
   runner.Bind(*command, [o] { return Train(*o); });
 }
 

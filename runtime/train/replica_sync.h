@@ -1,0 +1,48 @@
+// The hook through which data-parallel replicas stay identical. Each rank runs the same model
+// on its shard of every global batch (training_loop.cc picks the shard); the trainer sums
+// the step's gradients and loss over the ranks before the update graph and makes every rank
+// take the same skip decision, so all ranks apply the same update and keep one loss scale;
+// the loop checks that every rank starts from the same state. runtime/dist implements it over
+// a communicator. Without one (a single process, the default), the trainer and the loop run
+// exactly as before: no call goes through here.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "runtime/core/status.h"
+#include "runtime/core/tensor.h"
+
+namespace onnx_amp {
+
+class Trainer;
+struct DataPosition;
+struct TrainingRunOptions;
+
+class ReplicaSync {
+ public:
+  virtual ~ReplicaSync() = default;
+
+  virtual int rank() const = 0;
+  virtual int ranks() const = 0;
+
+  // Sums the float32 `gradients` (this rank's sums over its micro-batches, one per
+  // parameter) and `loss_sum` over every rank. `gradients` may come back as other tensors of
+  // the same shapes holding the sums. `step` (1-based) names the collective in errors.
+  virtual Status SumGradients(std::vector<Tensor>& gradients, double& loss_sum, int64_t step) = 0;
+  // Every rank's skip decision: `skip` comes back true on every rank when it was true on
+  // any, and `first_non_finite` as the lowest gradient index any rank reported (-1: none).
+  virtual Status AgreeOnSkip(bool& skip, int64_t& first_non_finite, int64_t step) = 0;
+  // Sums `values` over every rank, in place (evaluation counts).
+  virtual Status SumValues(std::span<double> values, std::string_view what) = 0;
+  // Fails on every rank, naming `what`, unless every rank passes the same `fingerprint`.
+  virtual Status CheckSameState(uint64_t fingerprint, std::string_view what) = 0;
+};
+
+// A hash of everything the ranks must share at the start of a run: the weights, optimizer
+// slots and step count, the loss-scaler state, the data position and the run's options.
+uint64_t ReplicaFingerprint(Trainer& trainer, const DataPosition& position, const TrainingRunOptions& options);
+
+}  // namespace onnx_amp

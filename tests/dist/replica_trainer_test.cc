@@ -1,0 +1,145 @@
+// Two trainers joined by GradientSync over in-process ranks, as `mpirun -np 2` joins two
+// processes: an inf planted in one rank's gradients (between its backward pass and the
+// all-reduce) makes both ranks skip the step and halve the same loss scale, weights
+// untouched; the next clean step leaves both replicas bit-identical.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "converter/convert_model.h"
+#include "runtime/dist/gradient_sync.h"
+#include "runtime/onnx/model_io.h"
+#include "runtime/train/trainer.h"
+#include "runtime/train/training_graph.h"
+#include "tests/dist/thread_communicator.h"
+
+namespace onnx_amp {
+namespace {
+
+using testing::ThreadCommunicator;
+using testing::ThreadGroup;
+
+std::unique_ptr<Trainer> MixedFloat16Trainer() {
+  Expected<onnx::ModelProto> model = LoadModel(std::string(ONNX_AMP_MODELS_DIR) + "/mlp_u64.onnx");
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  Expected<TrainableModel> trainable = PrepareTrainableModel(*model, LossKind::kCrossEntropy);
+  EXPECT_TRUE(trainable.ok()) << trainable.status().message();
+  ConvertOptions convert;
+  convert.policy.kind = PolicyKind::kMixedFloat16;
+  convert.target = ConvertTarget::kOnnxAmp;
+  EXPECT_TRUE(convert.policy.Compile().ok());
+  Expected<ConvertResult> converted = ConvertModel(trainable->forward, convert);
+  EXPECT_TRUE(converted.ok()) << converted.status().message();
+  trainable->forward = std::move(converted->model);
+  Expected<TrainingGraph> graph = BuildTrainingGraph(std::move(*trainable), LossKind::kCrossEntropy);
+  EXPECT_TRUE(graph.ok()) << graph.status().message();
+  TrainerConfig config;
+  config.optimizer.kind = OptimizerKind::kAdam;
+  config.num_threads = 1;
+  Expected<std::unique_ptr<Trainer>> trainer = Trainer::Create(std::move(*graph), config);
+  EXPECT_TRUE(trainer.ok()) << trainer.status().message();
+  return std::move(*trainer);
+}
+
+// 16 samples in [0, 1).
+Batch MakeBatch(uint64_t seed) {
+  std::mt19937_64 generator(seed);
+  std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
+  Batch batch{Tensor::Empty(DType::kFloat32, {16, 784}), Tensor::Empty(DType::kInt64, {16, 1})};
+  for (int64_t i = 0; i < 16 * 784; ++i) batch.data.data<float>()[i] = pixel(generator);
+  for (int64_t i = 0; i < 16; ++i) batch.target.data<int64_t>()[i] = static_cast<int64_t>(generator() % 10);
+  return batch;
+}
+
+// GradientSync that first writes +inf into one element of gradient `parameter` of this
+// rank's own gradients, once, as an overflow in that rank's backward pass would.
+class PlantingSync final : public ReplicaSync {
+ public:
+  PlantingSync(GradientSync& inner, bool plant, size_t parameter)
+      : inner_(inner), plant_(plant), parameter_(parameter) {}
+  int rank() const override { return inner_.rank(); }
+  int ranks() const override { return inner_.ranks(); }
+  Status SumGradients(std::vector<Tensor>& gradients, double& loss_sum, int64_t step) override {
+    if (plant_) {
+      Tensor planted = Tensor::Empty(DType::kFloat32, gradients[parameter_].shape());
+      std::memcpy(planted.raw_data(), gradients[parameter_].raw_data(), planted.bytes());
+      planted.data<float>()[planted.num_elements() / 2] = std::numeric_limits<float>::infinity();
+      gradients[parameter_] = planted;
+      plant_ = false;
+    }
+    return inner_.SumGradients(gradients, loss_sum, step);
+  }
+  Status AgreeOnSkip(bool& skip, int64_t& first, int64_t step) override {
+    return inner_.AgreeOnSkip(skip, first, step);
+  }
+  Status SumValues(std::span<double> values, std::string_view what) override { return inner_.SumValues(values, what); }
+  Status CheckSameState(uint64_t fingerprint, std::string_view what) override {
+    return inner_.CheckSameState(fingerprint, what);
+  }
+
+ private:
+  GradientSync& inner_;
+  bool plant_;
+  const size_t parameter_;
+};
+
+std::vector<float> Weights(Trainer& trainer) {
+  std::vector<float> all;
+  for (const NamedTensor& w : trainer.weights()) {
+    all.insert(all.end(), w.tensor.data<float>(), w.tensor.data<float>() + w.tensor.num_elements());
+  }
+  return all;
+}
+
+bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+TEST(ReplicaTrainer, InfInOneRanksGradientsSkipsEveryRankAndHalvesOneScale) {
+  constexpr size_t kPlanted = 2;  // dense2's kernel, on rank 1 only
+  ThreadGroup group(2);
+  StepResult first[2];
+  StepResult second[2];
+  float scale_after_skip[2];
+  bool unchanged[2];
+  std::string planted_name;
+  std::vector<float> final_weights[2];
+  group.Run([&](int rank) {
+    std::unique_ptr<Trainer> trainer = MixedFloat16Trainer();
+    ThreadCommunicator communicator(group, rank);
+    GradientSync sync(communicator);
+    PlantingSync planting(sync, rank == 1, kPlanted);
+    trainer->set_replica_sync(&planting);
+    if (rank == 1) planted_name = trainer->weights()[kPlanted].name;
+    const std::vector<float> before = Weights(*trainer);
+    const Batch batch[] = {MakeBatch(1 + rank)};
+    Expected<StepResult> step = trainer->Step(batch);
+    ASSERT_TRUE(step.ok()) << step.status().message();
+    first[rank] = *step;
+    scale_after_skip[rank] = trainer->scaler().scale();
+    unchanged[rank] = SameBits(before, Weights(*trainer));
+    const Batch clean[] = {MakeBatch(10 + rank)};
+    step = trainer->Step(clean);
+    ASSERT_TRUE(step.ok()) << step.status().message();
+    second[rank] = *step;
+    final_weights[rank] = Weights(*trainer);
+  });
+  for (int rank = 0; rank < 2; ++rank) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    EXPECT_TRUE(first[rank].skipped);
+    EXPECT_EQ(first[rank].first_non_finite, planted_name);
+    EXPECT_TRUE(std::isfinite(first[rank].loss));
+    EXPECT_EQ(first[rank].scale, 32768.0f);
+    EXPECT_EQ(scale_after_skip[rank], 16384.0f);
+    EXPECT_TRUE(unchanged[rank]) << "a skipped step changed the weights";
+    EXPECT_FALSE(second[rank].skipped);
+    EXPECT_EQ(second[rank].scale, 16384.0f);
+  }
+  EXPECT_EQ(first[0].loss, first[1].loss) << "the loss is the mean over both ranks";
+  EXPECT_TRUE(SameBits(final_weights[0], final_weights[1])) << "the replicas drifted apart";
+}
+
+}  // namespace
+}  // namespace onnx_amp

@@ -1,0 +1,75 @@
+#include "tools/onnx-amp/train_distributed.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+#include "runtime/dist/stop_message.h"
+#include "tools/onnx-amp/cli_errors.h"
+
+namespace onnx_amp {
+
+void AddDistributedFlags(CLI::App& command, DistributedFlags& flags) {
+  command.add_option("--dist-timeout", flags.timeout_seconds,
+                     "Under mpirun: seconds a rank waits in one all-reduce before it ends the job with an error "
+                     "naming the step (0: wait forever)")
+      ->check(CLI::NonNegativeNumber);
+  command.add_option("--dist-bucket-mib", flags.bucket_mib,
+                     "Under mpirun: MiB of gradients summed per all-reduce call")
+      ->check(CLI::PositiveNumber);
+}
+
+DistributedTraining::DistributedTraining(std::unique_ptr<MpiCommunicator> communicator, int64_t bucket_bytes)
+    : communicator_(std::move(communicator)),
+      sync_(std::make_unique<GradientSync>(*communicator_, bucket_bytes)) {}
+
+Expected<std::unique_ptr<DistributedTraining>> DistributedTraining::StartIfLaunched(const DistributedFlags& flags) {
+  if (!LaunchedByMpiLauncher()) return std::unique_ptr<DistributedTraining>();
+  if (!std::isfinite(flags.timeout_seconds) || flags.timeout_seconds < 0.0) {
+    return InvalidArgument("--dist-timeout must be a finite number of seconds >= 0");
+  }
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(flags.timeout_seconds * 1000.0));
+  ONNX_AMP_ASSIGN_OR_RETURN(std::unique_ptr<MpiCommunicator> communicator, MpiCommunicator::Create(timeout));
+  InstallStopMessage(communicator->rank(), communicator->size());
+  const auto bucket_bytes = static_cast<int64_t>(std::max(flags.bucket_mib, 1.0 / 1024.0) * 1024.0 * 1024.0);
+  return std::unique_ptr<DistributedTraining>(new DistributedTraining(std::move(communicator), bucket_bytes));
+}
+
+int DistributedTraining::DefaultThreads() const {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / std::max(1, communicator_->local_size()));
+}
+
+std::string DistributedTraining::Describe(int64_t batch_size, int64_t accumulation_steps) const {
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "data parallel over %d ranks (Open MPI): %lld samples per step (%lld per rank = %lld x %lld "
+                "micro-batches); gradients summed in float32",
+                ranks(), static_cast<long long>(batch_size * accumulation_steps * ranks()),
+                static_cast<long long>(batch_size * accumulation_steps), static_cast<long long>(batch_size),
+                static_cast<long long>(accumulation_steps));
+  return line;
+}
+
+std::string DistributedTraining::DescribeVolume() const {
+  const GradientSyncVolume& volume = sync_->volume();
+  char line[192];
+  std::snprintf(line, sizeof(line),
+                "all-reduce per step and rank: %.1f KiB of float32 gradients and loss in %lld bucket(s), %lld "
+                "collectives",
+                static_cast<double>(volume.payload_bytes) / 1024.0, static_cast<long long>(volume.buckets),
+                static_cast<long long>(volume.collectives));
+  return line;
+}
+
+void DistributedTraining::Abort(const Status& status) {
+  RemoveStopMessage();
+  std::fprintf(stderr, "onnx-amp: error: rank %d of %d: %s\n", rank(), ranks(), status.message().c_str());
+  std::fflush(stderr);
+  communicator_->Abort(ExitCodeFor(status.code()));
+}
+
+}  // namespace onnx_amp
