@@ -4,10 +4,14 @@ convert_float_to_float16 on the models of make_bench_models.py.
 
 Each conversion runs as its own child process (load + convert + save, as a user runs
 it); wall seconds come from the parent and the peak RSS from that child's own rusage
-(os.wait4), so the two tools are measured the same way. Prints a table and writes
-out/convert_bench.json.
+(os.wait4), so the two tools are measured the same way. The runs are interleaved: each
+round runs every tool once, onnxconverter-common first, so a machine whose load changes
+slows every tool of a round alike. A tool's speedup is the median over the rounds of
+onnxconverter-common's seconds over the tool's in the same round; its seconds and peak
+RSS are its medians. Prints a table and writes out/convert_bench.json.
 
 Usage: convert_bench.py [--onnx-amp BIN] [--python PY] [--out DIR] [--models NAME...]
+                        [--rounds N]
 """
 import argparse
 import json
@@ -36,9 +40,9 @@ else:
 """
 
 MODELS = [
-    # name, file, saved with external data, runs (best of)
-    ("mlp_1gib", "mlp_1gib.onnx", True, 1),
-    ("chain_50k", "chain_50k.onnx", False, 2),
+    # name, file, saved with external data, rounds
+    ("mlp_1gib", "mlp_1gib.onnx", True, 3),
+    ("chain_50k", "chain_50k.onnx", False, 5),
 ]
 
 
@@ -69,14 +73,38 @@ def RunChild(argv):
     return seconds, usage.ru_maxrss * 1024  # Linux reports KiB
 
 
-def Measure(argv, output_path, runs):
-    best = None
-    for _ in range(runs):
-        RemoveOutput(output_path)
-        seconds, rss = RunChild(argv)
-        if best is None or seconds < best[0]:
-            best = (seconds, rss)
-    return best
+# The issue's goals: (model, tool) -> (least speedup, most peak RSS over model size).
+GOALS = {
+    ("chain_50k", "onnx-amp float16"): (6, None),
+    ("chain_50k", "onnx-amp float16 --verify none"): (10, None),
+    ("mlp_1gib", "onnx-amp float16"): (10, 0.1),
+}
+
+
+def GoalLine(row):
+    speedup, rss_over_size = GOALS[(row["model"], row["tool"])]
+    goal = f">= {speedup}x" + (f" at <= {rss_over_size}x model memory" if rss_over_size else "")
+    if row.get("failed"):
+        return f"{row['model']} {row['tool']}: goal {goal}: FAILED"
+    met = row["speedup_vs_onnxconverter_common"] >= speedup and (rss_over_size is None or
+                                                                 row["rss_over_size"] <= rss_over_size)
+    return (f"{row['model']} {row['tool']}: goal {goal}: {'met' if met else 'NOT met'} "
+            f"({row['speedup_vs_onnxconverter_common']:.1f}x, {row['rss_over_size']:.2f}x)")
+
+
+def MeasureOnce(argv, output_path):
+    RemoveOutput(output_path)
+    return RunChild(argv)
+
+
+def Median(values):
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def ToolSlug(tool):
+    return "_".join(tool.split()[1:]).replace("-", "")
 
 
 def main():
@@ -85,52 +113,68 @@ def main():
     parser.add_argument("--python", default=sys.executable, help="python with onnxconverter-common")
     parser.add_argument("--out", default=os.path.join(HERE, "out"))
     parser.add_argument("--models", nargs="*", default=[m[0] for m in MODELS])
+    parser.add_argument("--rounds", type=int, default=0, help="rounds per model (default: 3 for the 1 GiB model, 5 "
+                                                               "for the 50k-node one)")
     args = parser.parse_args()
 
     tools = [
-        ("onnx-amp float16", lambda src, dst: [args.onnx_amp, "convert", src, "-o", dst, "--policy", "float16"]),
-        ("onnx-amp mixed_float16", lambda src, dst: [args.onnx_amp, "convert", src, "-o", dst, "--policy", "mixed_float16"]),
+        ("onnx-amp float16", ["--policy", "float16"]),
+        ("onnx-amp float16 --verify none", ["--policy", "float16", "--verify", "none"]),
+        ("onnx-amp float16 --verify full", ["--policy", "float16", "--verify", "full"]),
+        ("onnx-amp mixed_float16", ["--policy", "mixed_float16"]),
         # onnx.save does not fsync either: the like-for-like comparison.
-        ("onnx-amp float16 --no-sync", lambda src, dst: [args.onnx_amp, "convert", src, "-o", dst, "--policy", "float16",
-                                                         "--no-sync"]),
+        ("onnx-amp float16 --no-sync", ["--policy", "float16", "--no-sync"]),
     ]
+    occ = "onnxconverter-common"
     rows = []
-    for name, file_name, external, runs in MODELS:
+    for name, file_name, external, rounds in MODELS:
         if name not in args.models:
             continue
+        rounds = args.rounds or rounds
         src = os.path.join(args.out, file_name)
         size = ModelBytes(src)
-        results = {}
-        for tool, make_argv in tools:
-            dst = os.path.join(args.out, f"{name}.{'_'.join(tool.split()[1:]).replace('-', '')}.onnx")
-            try:
-                results[tool] = Measure(make_argv(src, dst), dst, runs)
-            except RuntimeError as error:
-                print(f"FAILED {tool} on {name}: {error}", file=sys.stderr)
-                results[tool] = None
-        dst = os.path.join(args.out, f"{name}.occ_float16.onnx")
-        results["onnxconverter-common"] = Measure(
-            [args.python, "-c", OCC_SCRIPT, src, dst, "1" if external else "0"], dst, runs)
-        occ_seconds = results["onnxconverter-common"][0]
-        for tool, result in results.items():
-            row = {"model": name, "model_bytes": size, "tool": tool, "runs": runs}
-            if result is None:
-                row.update({"failed": True})
+        runs = {occ: []}
+        runs.update({tool: [] for tool, _ in tools})
+        failed = set()
+        occ_dst = os.path.join(args.out, f"{name}.occ_float16.onnx")
+        occ_argv = [args.python, "-c", OCC_SCRIPT, src, occ_dst, "1" if external else "0"]
+        for round_index in range(rounds):
+            runs[occ].append(MeasureOnce(occ_argv, occ_dst))
+            for tool, flags in tools:
+                if tool in failed:
+                    continue
+                dst = os.path.join(args.out, f"{name}.{ToolSlug(tool)}.onnx")
+                try:
+                    runs[tool].append(MeasureOnce([args.onnx_amp, "convert", src, "-o", dst] + flags, dst))
+                except RuntimeError as error:
+                    print(f"FAILED {tool} on {name}: {error}", file=sys.stderr)
+                    failed.add(tool)
+            print(f"{name}: round {round_index + 1} of {rounds} done", file=sys.stderr, flush=True)
+        for tool in [occ] + [t for t, _ in tools]:
+            row = {"model": name, "model_bytes": size, "tool": tool, "rounds": len(runs[tool])}
+            if tool in failed or not runs[tool]:
+                row["failed"] = True
             else:
-                seconds, rss = result
-                row.update({"seconds": seconds, "peak_rss_bytes": rss, "rss_over_size": rss / size,
-                            "speedup_vs_onnxconverter_common": occ_seconds / seconds})
+                seconds = [r[0] for r in runs[tool]]
+                rss = Median([r[1] for r in runs[tool]])
+                ratios = [o[0] / t[0] for o, t in zip(runs[occ], runs[tool])]
+                row.update({"seconds": Median(seconds), "seconds_each_round": seconds, "peak_rss_bytes": rss,
+                            "rss_over_size": rss / size, "speedup_vs_onnxconverter_common": Median(ratios),
+                            "speedup_each_round": ratios})
             rows.append(row)
 
-    header = f"{'model':<10} {'size MiB':>9} {'tool':<27} {'seconds':>8} {'peak RSS MiB':>12} {'RSS/size':>8} {'speedup':>8}"
+    header = f"{'model':<10} {'size MiB':>9} {'tool':<31} {'seconds':>8} {'peak RSS MiB':>12} {'RSS/size':>8} {'speedup':>8}"
     print(header)
     print("-" * len(header))
     for r in rows:
         if r.get("failed"):
-            print(f"{r['model']:<10} {r['model_bytes'] / MIB:>9.1f} {r['tool']:<27} {'FAILED':>8}")
+            print(f"{r['model']:<10} {r['model_bytes'] / MIB:>9.1f} {r['tool']:<31} {'FAILED':>8}")
             continue
-        print(f"{r['model']:<10} {r['model_bytes'] / MIB:>9.1f} {r['tool']:<27} {r['seconds']:>8.2f} "
+        print(f"{r['model']:<10} {r['model_bytes'] / MIB:>9.1f} {r['tool']:<31} {r['seconds']:>8.2f} "
               f"{r['peak_rss_bytes'] / MIB:>12.1f} {r['rss_over_size']:>8.2f} {r['speedup_vs_onnxconverter_common']:>7.1f}x")
+    for r in rows:
+        if (r["model"], r["tool"]) in GOALS:
+            print(GoalLine(r))
     with open(os.path.join(args.out, "convert_bench.json"), "w") as f:
         json.dump({"onnx_amp": args.onnx_amp, "cpu_count": os.cpu_count(),
                    "load_average": os.getloadavg(), "results": rows}, f, indent=2)

@@ -13,6 +13,7 @@
 #include "converter/passes/retype_values.h"
 #include "converter/passes/rewrite_attributes.h"
 #include "converter/passes/unique_names.h"
+#include "converter/verify_output.h"
 #include "runtime/onnx/external_data.h"
 #include "runtime/onnx/external_stream.h"
 #include "runtime/onnx/folder_checks.h"
@@ -53,52 +54,6 @@ Expected<ValueSummaries> SummarizeExternalTensors(const onnx::ModelProto& model,
   return summaries;
 }
 
-// The main graph keeps its I/O names, and the kept ones their dtypes.
-Status CheckInterface(const onnx::GraphProto& before, const onnx::GraphProto& after, const KeepIoTypes& keep) {
-  auto compare = [&](const auto& old_list, const auto& new_list, const char* what) -> Status {
-    if (old_list.size() != new_list.size()) {
-      return InternalError(std::string("the converted model has a different number of graph ") + what + "s");
-    }
-    for (int k = 0; k < old_list.size(); ++k) {
-      const auto& old_info = old_list.Get(k);
-      const auto& new_info = new_list.Get(k);
-      if (old_info.name() != new_info.name()) {
-        return InternalError(std::string("graph ") + what + " '" + old_info.name() + "' was renamed to '" +
-                             new_info.name() + "'");
-      }
-      if (keep.Keeps(old_info.name()) &&
-          old_info.type().tensor_type().elem_type() != new_info.type().tensor_type().elem_type()) {
-        return InternalError(std::string("graph ") + what + " '" + old_info.name() +
-                             "' changed dtype although keep-io-types keeps it");
-      }
-    }
-    return Status::Ok();
-  };
-  ONNX_AMP_RETURN_IF_ERROR(compare(before.input(), after.input(), "input"));
-  return compare(before.output(), after.output(), "output");
-}
-
-// The ONNX checker; a model with tensors left in their files is checked in their folder.
-Status Check(const onnx::ModelProto& model, const std::filesystem::path& external_data_folder) {
-  if (external_data_folder.empty()) return CheckModel(model, /*full_check=*/false);
-  return CheckModelInFolder(model, external_data_folder);
-}
-
-// `before` holds the input's graph inputs and outputs only.
-Status Verify(const onnx::GraphProto& before, onnx::ModelProto& after, const ConvertOptions& options) {
-  // A failure here is a converter bug: the input passed the same checks.
-  Status checked = Check(after, options.external_data_folder);
-  if (!checked.ok()) return InternalError("the converted model fails verification: " + checked.message());
-  if (options.target == ConvertTarget::kPortable) {
-    // The checker's full check is this strict inference without data propagation;
-    // running only the data-propagating one (shapes from Shape/Gather/Concat chains)
-    // checks the same nodes with more known shapes, once, leaving no value_info behind.
-    Status inferred = InspectInferred(after, /*strict=*/true, nullptr);
-    if (!inferred.ok()) return InternalError("the converted model fails verification: " + inferred.message());
-  }
-  return CheckInterface(before, after.graph(), options.policy.keep_io_types);
-}
-
 // Paints result.model, whose opset is settled, and runs the passes on it. The plan and
 // the type map are freed on return, before verification.
 Status PaintAndRewrite(ConvertResult& result, const ConvertOptions& options, SettledOpset settled) {
@@ -132,12 +87,16 @@ Status PaintAndRewrite(ConvertResult& result, const ConvertOptions& options, Set
 // Paints `model`, whose opset is settled, runs the passes and verifies the result.
 Expected<ConvertResult> ConvertSettled(onnx::ModelProto&& model, SettledOpset settled, const onnx::GraphProto& before,
                                        const ConvertOptions& options) {
+  VerifyLevel level = options.verify;
+  // The version converter changed the opset: its output is verified in full (verify_output.h).
+  if (level == VerifyLevel::kDefault && settled.decision.to != settled.decision.from) level = VerifyLevel::kFull;
   ConvertResult result;
   result.external_data_folder = options.external_data_folder;
   result.model = std::move(model);
   ONNX_AMP_RETURN_IF_ERROR(PaintAndRewrite(result, options, std::move(settled)));
   if (options.target == ConvertTarget::kOnnxAmp) SetMetadata(result.model, kTargetMetadataKey, "onnx-amp");
-  ONNX_AMP_RETURN_IF_ERROR(Verify(before, result.model, options));
+  const VerifyOptions verify{level, options.target, options.policy.keep_io_types, options.external_data_folder};
+  ONNX_AMP_RETURN_IF_ERROR(VerifyConvertedModel(before, result.model, verify));
   return result;
 }
 
@@ -162,7 +121,7 @@ Expected<ConvertResult> ConvertModel(const onnx::ModelProto& model, const Conver
 }
 
 Expected<ConvertResult> ConvertModel(onnx::ModelProto&& model, const ConvertOptions& options) {
-  Status checked = Check(model, options.external_data_folder);
+  Status checked = CheckModelWithData(model, options.external_data_folder);
   if (!checked.ok()) return checked.WithContext("input model");
   onnx::GraphProto before;
   *before.mutable_input() = model.graph().input();

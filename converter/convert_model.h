@@ -1,8 +1,9 @@
-// ConvertModel: the conversion pipeline. Settles the output opset and infers types
-// (opset_upgrade.h), paints (paint.h), runs the passes (converter/passes/, in this
-// order: retarget_casts, rewrite_attributes, convert_initializers, insert_casts,
-// retype_values) and verifies the result before anyone writes it: the ONNX checker, strict shape and type inference (target
-// portable), and unchanged I/O names and kept I/O dtypes.
+// ConvertModel: the conversion pipeline. Checks the input (the ONNX checker), settles
+// the output opset and infers types (opset_upgrade.h), paints (paint.h), runs the passes
+// (converter/passes/, in this order: retarget_casts, rewrite_attributes,
+// convert_initializers, insert_casts, retype_values) and verifies the result before
+// anyone writes it (verify_output.h: by default what conversion can break, in linear
+// time; `full` adds ONNX's checker and strict shape inference).
 //
 // Large models: a model loaded with its large tensors left in their external files
 // (LoadOptions::keep_external_from_bytes) is converted without reading them; they are
@@ -19,6 +20,7 @@
 #include "converter/plan.h"
 #include "converter/precision_policy.h"
 #include "converter/report.h"
+#include "converter/verify_output.h"
 #include "runtime/onnx/model_io.h"
 #include "runtime/core/status.h"
 
@@ -34,6 +36,7 @@ struct ConvertOptions {
   // raising it where ops that would run low need a newer one unless keep_opset is set.
   std::optional<int64_t> opset;
   bool keep_opset = false;
+  VerifyLevel verify = VerifyLevel::kDefault;  // how the output is checked (verify_output.h)
   // Where the model's external data locations resolve (the input model's folder) when it
   // was loaded with tensors left in their files; empty when it holds all its data.
   std::filesystem::path external_data_folder;

@@ -10,7 +10,7 @@
 #include <onnx/onnx_pb.h>
 #include <onnx/version_converter/convert.h>
 
-#include "converter/schema_types.h"
+#include "runtime/onnx/schema_types.h"
 #include "ops/op_def.h"
 #include "runtime/core/onnx_domain.h"
 #include "runtime/onnx/folder_checks.h"

@@ -43,17 +43,8 @@ namespace onnx_amp {
 // Element type of every value in the model (all scopes), from ONNX type inference.
 using ValueTypeMap = std::unordered_map<std::string, DType>;
 
-// Runs ONNX shape inference on `model` itself, hands the inferred model to `inspect`
-// (when given), and leaves `model` as it was: inference only adds value_info and refines
-// graph inputs and outputs, and those are restored, which costs far less than a copy of
-// a large model. Fails (kInvalidModel) when inference rejects the model.
-Status InspectInferred(onnx::ModelProto& model, bool strict,
-                       const std::function<void(const onnx::ModelProto&)>& inspect);
-
-// Collects every element type that ONNX type inference knows in `model`, which is left
-// as it was. Fails (kInvalidModel) when inference rejects the model.
-Expected<ValueTypeMap> InferValueTypes(onnx::ModelProto& model);
-// The same on a copy of `model`.
+// The element type of every tensor value of `model` (runtime/onnx/type_inference.h).
+// Fails (kInvalidModel) when a node's types break its schema's type constraints.
 Expected<ValueTypeMap> InferValueTypes(const onnx::ModelProto& model);
 
 // Paints `model`, whose value types are `types` (they become the plan's original_types).

@@ -31,9 +31,7 @@ namespace op_facts {
 enum OpFact : uint32_t {
   kNoKernel = 1u << 0,      // the converter paints it; the runtime has no kernel for it
   kTrainable = 1u << 1,     // has a gradient rule (ops/<family>/<family>_grad.cc)
-  kBoolOutput = 1u << 2,    // output 0 is bool whatever the inputs (comparisons, IsNaN/IsInf, logic)
-  kInt64Output = 1u << 3,   // output 0 is int64 whatever the inputs (Shape, Size, ArgMax, ...)
-  kSumReduction = 1u << 4,  // adds up the elements it reduces: the result grows with their count
+  kSumReduction = 1u << 2,  // adds up the elements it reduces: the result grows with their count
 };
 }  // namespace op_facts
 using op_facts::OpFact;
@@ -58,12 +56,6 @@ const OpPrecisionDef* FindOpPrecision(std::string_view domain, std::string_view 
 uint32_t OpFacts(std::string_view domain, std::string_view name);
 inline bool OpHasFact(std::string_view domain, std::string_view name, OpFact fact) {
   return (OpFacts(domain, name) & fact) != 0;
-}
-inline bool OpProducesBool(std::string_view domain, std::string_view name) {
-  return OpHasFact(domain, name, op_facts::kBoolOutput);
-}
-inline bool OpProducesInt64(std::string_view domain, std::string_view name) {
-  return OpHasFact(domain, name, op_facts::kInt64Output);
 }
 inline bool IsSumReduction(std::string_view domain, std::string_view name) {
   return OpHasFact(domain, name, op_facts::kSumReduction);

@@ -110,10 +110,8 @@ class GraphView {
   std::vector<Subgraph> subgraphs_;
 };
 
-// A model with its graph view. Types come from ONNX shape inference run on a copy of
-// the model, completed by our own rules where inference is silent (unknown or custom
-// ops). The ModelView keeps a pointer to `model`, which must outlive it and stay
-// unchanged.
+// A model with its graph view (types and shapes: BuildModelView). The ModelView keeps a
+// pointer to `model`, which must outlive it and stay unchanged.
 class ModelView {
  public:
   const onnx::ModelProto& model() const { return *model_; }
@@ -130,14 +128,13 @@ class ModelView {
 
 // Builds the view. Errors (InvalidModel, naming the graph and node): a node reads a
 // value defined nowhere in scope, a value is produced twice, the graph has a cycle.
-// Element types: ONNX shape inference (non-strict, with data propagation) on a copy of
-// the model first; values it leaves untyped follow these rules, in topological order:
-// Cast -> `to`; CastLike -> its second input; Shape/Size/ArgMax/ArgMin/NonZero -> int64;
-// comparisons, IsNaN/IsInf and logical ops -> bool; Constant -> its value's type;
-// ConstantOfShape -> its value's type or float; If/Loop/Scan outputs -> the matching
-// subgraph output; Loop/Scan body inputs -> the matching node input (iteration count
-// int64, condition bool). Any other op, unknown and custom ones included, gives each
-// output the type of its first typed input.
+// Element types come from the shared type inference (runtime/onnx/type_inference.h:
+// the op schemas' type constraints, Cast's `to`, Constant values, If/Loop/Scan bodies,
+// ...), in topological order, with two additions the runtime needs: a model that
+// imports no default-domain opset is typed by the newest schemas, and an output no rule
+// types (unknown and custom ops) takes the type of the node's first typed input.
+// Shapes come from ONNX shape inference (non-strict, with data propagation) on a copy
+// of the model, and an initializer's from its dims.
 Expected<std::unique_ptr<ModelView>> BuildModelView(const onnx::ModelProto& model);
 
 }  // namespace onnx_amp

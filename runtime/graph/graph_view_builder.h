@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/graph/graph_view.h"
+#include "runtime/onnx/type_inference.h"
 
 namespace onnx { class AttributeProto; }
 
@@ -43,10 +44,8 @@ class GraphViewBuilder {
 
   // value_types.cc
   static void AssignTypes(const onnx::ModelProto& model, ModelView& view);
-  static void AssignGraphTypes(GraphView& view, const onnx::GraphProto& typed_graph,
-                               const onnx::NodeProto* owner);
-  static DType BodyInputType(const GraphView& view, const onnx::NodeProto& owner, int input_position);
-  static DType FallbackOutputType(const GraphView& view, int node_index, int output_index);
+  // `shaped_graph`: the graph in the copy that ONNX shape inference ran on.
+  static void AssignGraphTypes(GraphView& view, const onnx::GraphProto& shaped_graph, const ModelTypes& types);
 };
 
 }  // namespace onnx_amp

@@ -1,5 +1,6 @@
-// Element types (and shapes) of every value in a GraphView: ONNX shape inference on a
-// copy of the model, then our own rules for what inference leaves open.
+// Element types and shapes of every value in a GraphView: the types from the shared
+// type inference (runtime/onnx/type_inference.h, with the runtime's additions), the
+// shapes from ONNX shape inference on a copy of the model.
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
@@ -10,10 +11,10 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "ops/op_def.h"
-#include "runtime/core/onnx_domain.h"
 #include "runtime/graph/graph_view_builder.h"
+#include "runtime/core/onnx_domain.h"
 #include "runtime/onnx/inference_guards.h"
+#include "runtime/onnx/type_inference.h"
 
 namespace onnx_amp {
 namespace {
@@ -127,173 +128,73 @@ ValueShape ShapeFromProto(const onnx::TensorShapeProto& proto) {
   return shape;
 }
 
-DType DTypeOrUndefined(int32_t onnx_code) { return DTypeFromOnnx(onnx_code).value_or(DType::kUndefined); }
-
-const onnx::AttributeProto* FindAttribute(const onnx::NodeProto& node, std::string_view name) {
-  for (const onnx::AttributeProto& attribute : node.attribute()) {
-    if (attribute.name() == name) return &attribute;
-  }
-  return nullptr;
-}
-
-DType ConstantType(const onnx::NodeProto& node) {
-  for (const onnx::AttributeProto& attribute : node.attribute()) {
-    const std::string& name = attribute.name();
-    if (name == "value") return DTypeOrUndefined(attribute.t().data_type());
-    if (name == "sparse_value") return DTypeOrUndefined(attribute.sparse_tensor().values().data_type());
-    if (name == "value_float" || name == "value_floats") return DType::kFloat32;
-    if (name == "value_int" || name == "value_ints") return DType::kInt64;
-    if (name == "value_string" || name == "value_strings") return DType::kString;
-  }
-  return DType::kUndefined;
-}
-
-bool IsDefaultDomain(const onnx::NodeProto& node) {
-  return IsOnnxDomain(node.domain());
+// Every view of `view`'s graph and its subgraphs, by graph.
+void CollectViews(const GraphView& view, std::unordered_map<const onnx::GraphProto*, const GraphView*>& views) {
+  views[&view.graph()] = &view;
+  for (const GraphView::Subgraph& subgraph : view.subgraphs()) CollectViews(*subgraph.view, views);
 }
 
 }  // namespace
 
-DType GraphViewBuilder::BodyInputType(const GraphView& view, const onnx::NodeProto& owner, int input_position) {
-  if (!IsDefaultDomain(owner)) return DType::kUndefined;
-  if (owner.op_type() == "Loop") {
-    // Body inputs: iteration number, condition, then the loop-carried values, which
-    // match the Loop's own inputs from index 2 on.
-    if (input_position == 0) return DType::kInt64;
-    if (input_position == 1) return DType::kBool;
-    if (input_position < owner.input_size()) return view.ValueType(owner.input(input_position));
-    return DType::kUndefined;
-  }
-  if (owner.op_type() == "Scan") {
-    // Body inputs match the Scan inputs one to one (after opset 8's sequence_lens).
-    const onnx::AttributeProto* body = FindAttribute(owner, "body");
-    if (body == nullptr) return DType::kUndefined;
-    const int offset = owner.input_size() - body->g().input_size();
-    const int node_input = input_position + (offset > 0 ? offset : 0);
-    if (node_input < owner.input_size()) return view.ValueType(owner.input(node_input));
-  }
-  return DType::kUndefined;
-}
+void GraphViewBuilder::AssignGraphTypes(GraphView& view, const onnx::GraphProto& shaped_graph, const ModelTypes& types) {
+  std::unordered_map<std::string_view, const onnx::TypeProto*> shaped;
+  shaped.reserve(shaped_graph.value_info_size() + shaped_graph.input_size() + shaped_graph.output_size());
+  for (const onnx::ValueInfoProto& info : shaped_graph.value_info()) shaped[info.name()] = &info.type();
+  for (const onnx::ValueInfoProto& info : shaped_graph.input()) shaped[info.name()] = &info.type();
+  for (const onnx::ValueInfoProto& info : shaped_graph.output()) shaped[info.name()] = &info.type();
+  const GraphTypes* typed = types.Of(*view.graph_);
+  ONNX_AMP_ASSERT(typed != nullptr, "type inference visits every graph of the model");
 
-DType GraphViewBuilder::FallbackOutputType(const GraphView& view, int node_index, int output_index) {
-  const onnx::NodeProto& node = view.node(node_index);
-  if (IsDefaultDomain(node)) {
-    const std::string& op_type = node.op_type();
-    if (op_type == "Cast") {
-      const onnx::AttributeProto* to = FindAttribute(node, "to");
-      return to == nullptr ? DType::kUndefined : DTypeOrUndefined(static_cast<int32_t>(to->i()));
-    }
-    if (op_type == "CastLike") return node.input_size() > 1 ? view.ValueType(node.input(1)) : DType::kUndefined;
-    if (OpProducesInt64(kOnnxDomain, op_type)) return DType::kInt64;
-    if (OpProducesBool(kOnnxDomain, op_type)) return DType::kBool;
-    if (op_type == "Constant") return ConstantType(node);
-    if (op_type == "ConstantOfShape") {
-      const onnx::AttributeProto* value = FindAttribute(node, "value");
-      return value == nullptr ? DType::kFloat32 : DTypeOrUndefined(value->t().data_type());
-    }
-    // Control flow: an output takes the type of the matching subgraph output (If: the
-    // same index; Loop: after the condition; Scan: the same index).
-    const int body_output = op_type == "Loop" ? output_index + 1 : output_index;
-    if (op_type == "If" || op_type == "Loop" || op_type == "Scan") {
-      for (const GraphView::Subgraph* subgraph : view.SubgraphsOf(node_index)) {
-        const onnx::GraphProto& body = subgraph->view->graph();
-        if (body_output >= body.output_size()) continue;
-        const DType dtype = subgraph->view->ValueType(body.output(body_output).name());
-        if (dtype != DType::kUndefined) return dtype;
-      }
-      return DType::kUndefined;
-    }
-  }
-  // Unknown and custom ops: most are element-wise or keep their data type.
-  for (const std::string& input : node.input()) {
-    if (input.empty()) continue;
-    const DType dtype = view.ValueType(input);
-    if (dtype != DType::kUndefined) return dtype;
-  }
-  return DType::kUndefined;
-}
-
-void GraphViewBuilder::AssignGraphTypes(GraphView& view, const onnx::GraphProto& typed_graph,
-                                        const onnx::NodeProto* owner) {
-  std::unordered_map<std::string_view, const onnx::TypeProto*> inferred;
-  inferred.reserve(typed_graph.value_info_size() + typed_graph.input_size() + typed_graph.output_size());
-  for (const onnx::ValueInfoProto& info : typed_graph.value_info()) inferred[info.name()] = &info.type();
-  for (const onnx::ValueInfoProto& info : typed_graph.input()) inferred[info.name()] = &info.type();
-  for (const onnx::ValueInfoProto& info : typed_graph.output()) inferred[info.name()] = &info.type();
-
-  // Values with a type from inference or the model, even a non-tensor one, keep it.
-  std::vector<bool> typed(view.values_.size(), false);
-  for (size_t i = 0; i < view.values_.size(); ++i) {
-    ValueInfo& value = view.values_[i];
+  for (ValueInfo& value : view.values_) {
     if (value.source == ValueSource::kOuterScope) {
       // The owning node comes after the producers of everything its subgraphs read,
       // so the enclosing scope has typed these already.
       const ValueInfo* definition = view.parent_->LookupValue(value.name);
       value.dtype = definition->dtype;
       value.shape = definition->shape;
-      typed[i] = true;
       continue;
     }
-    const auto it = inferred.find(value.name);
-    if (it == inferred.end()) continue;
-    const onnx::TypeProto& type = *it->second;
-    if (type.value_case() == onnx::TypeProto::VALUE_NOT_SET) continue;
-    if (type.has_tensor_type()) {
-      if (type.tensor_type().elem_type() == 0) continue;
-      value.dtype = DTypeOrUndefined(type.tensor_type().elem_type());
-      if (type.tensor_type().has_shape()) value.shape = ShapeFromProto(type.tensor_type().shape());
+    value.dtype = typed->Find(value.name).TensorDType();
+    const auto it = shaped.find(value.name);
+    if (it != shaped.end() && it->second->has_tensor_type() && it->second->tensor_type().has_shape()) {
+      value.shape = ShapeFromProto(it->second->tensor_type().shape());
     }
-    typed[i] = true;
   }
-  // The data type of an initializer is exact, whatever inference or value_info say.
+  // The shape of an initializer is its dims, whatever inference or value_info say.
   for (const onnx::TensorProto& initializer : view.graph_->initializer()) {
-    const int index = view.value_index_.at(initializer.name());
-    ValueInfo& value = view.values_[index];
-    value.dtype = DTypeOrUndefined(initializer.data_type());
-    value.shape = ValueShape{{initializer.dims().begin(), initializer.dims().end()},
-                             std::vector<std::string>(initializer.dims_size())};
-    typed[index] = true;
+    view.values_[view.value_index_.at(initializer.name())].shape =
+        ValueShape{{initializer.dims().begin(), initializer.dims().end()}, std::vector<std::string>(initializer.dims_size())};
   }
   for (const onnx::SparseTensorProto& initializer : view.graph_->sparse_initializer()) {
-    const int index = view.value_index_.at(initializer.values().name());
-    ValueInfo& value = view.values_[index];
-    value.dtype = DTypeOrUndefined(initializer.values().data_type());
-    value.shape = ValueShape{{initializer.dims().begin(), initializer.dims().end()},
-                             std::vector<std::string>(initializer.dims_size())};
-    typed[index] = true;
+    view.values_[view.value_index_.at(initializer.values().name())].shape =
+        ValueShape{{initializer.dims().begin(), initializer.dims().end()}, std::vector<std::string>(initializer.dims_size())};
   }
-  if (owner != nullptr) {
-    for (int position = 0; position < view.graph_->input_size(); ++position) {
-      const int index = view.value_index_.at(view.graph_->input(position).name());
-      if (typed[index]) continue;
-      view.values_[index].dtype = BodyInputType(*view.parent_, *owner, position);
-    }
-  }
-
   for (int node_index : view.topological_order_) {
     const std::vector<const GraphView::Subgraph*> subgraphs = view.SubgraphsOf(node_index);
-    if (!subgraphs.empty()) {
-      const std::vector<NodeSubgraph> typed_subgraphs = NodeSubgraphs(typed_graph.node(node_index));
-      ONNX_AMP_ASSERT(typed_subgraphs.size() == subgraphs.size(), "the typed copy holds the same subgraphs");
-      for (size_t i = 0; i < subgraphs.size(); ++i) {
-        AssignGraphTypes(*subgraphs[i]->view, *typed_subgraphs[i].graph, &view.node(node_index));
-      }
-    }
-    const onnx::NodeProto& node = view.node(node_index);
-    for (int slot = 0; slot < node.output_size(); ++slot) {
-      if (node.output(slot).empty()) continue;
-      const int index = view.value_index_.at(node.output(slot));
-      if (typed[index]) continue;
-      view.values_[index].dtype = FallbackOutputType(view, node_index, slot);
+    if (subgraphs.empty()) continue;
+    const std::vector<NodeSubgraph> shaped_subgraphs = NodeSubgraphs(shaped_graph.node(node_index));
+    ONNX_AMP_ASSERT(shaped_subgraphs.size() == subgraphs.size(), "the inferred copy holds the same subgraphs");
+    for (size_t i = 0; i < subgraphs.size(); ++i) {
+      AssignGraphTypes(*subgraphs[i]->view, *shaped_subgraphs[i].graph, types);
     }
   }
 }
 
 void GraphViewBuilder::AssignTypes(const onnx::ModelProto& model, ModelView& view) {
+  std::unordered_map<const onnx::GraphProto*, const GraphView*> views;
+  CollectViews(*view.main_graph_, views);
+  TypeInferenceOptions options;
+  options.assume_newest_default_opset = true;
+  options.untyped_outputs_follow_first_input = true;
+  options.node_order = [&views](const onnx::GraphProto& graph) -> const std::vector<int>* {
+    auto it = views.find(&graph);
+    return it == views.end() ? nullptr : &it->second->topological_order();
+  };
+  const ModelTypes types = InferModelTypes(model, options);
   google::protobuf::Arena arena;
   onnx::ModelProto* copy = InferenceCopy(model, view.opsets_, arena);
   const bool inferred = RunShapeInference(*copy);
-  AssignGraphTypes(*view.main_graph_, inferred ? copy->graph() : model.graph(), nullptr);
+  AssignGraphTypes(*view.main_graph_, inferred ? copy->graph() : model.graph(), types);
 }
 
 }  // namespace onnx_amp

@@ -1,7 +1,8 @@
 // Visits every TensorProto held anywhere in an ONNX message: graph initializers,
 // sparse initializers, node attributes (Constant values), subgraphs of If/Loop/Scan
 // at any depth, model-local functions and training_info graphs. The walk goes by
-// protobuf reflection, so fields added to onnx.proto later are covered too.
+// protobuf reflection over the fields whose types can hold a tensor (found from the
+// descriptors), so fields added to onnx.proto later are covered too.
 #pragma once
 
 #include <functional>

@@ -1,7 +1,7 @@
 // `onnx-amp convert IN.onnx -o OUT.onnx [--policy P] [overrides] [--opset N | --keep-opset]
-// [--report R.json]`: converts a float32 model to mixed precision (converter/convert_model.h),
-// raising its opset where the low dtype needs it (opset_flags.h), or with --auto searches
-// for the nodes to keep float32 (convert_auto.h). A policy file gives defaults; flags given
+// [--report R.json] [--verify default|full|none]`: converts a float32 model to mixed
+// precision (converter/convert_model.h), raising its opset where the low dtype needs it
+// (opset_flags.h), or with --auto searches for the nodes to keep float32 (convert_auto.h). A policy file gives defaults; flags given
 // on the command line override its keys. Large tensors stored as external data are
 // streamed: read, converted and written chunk by chunk.
 #include <cstddef>
@@ -32,12 +32,14 @@ struct ConvertFlags {
   PolicyFlags policy;
   std::string report;
   OpsetFlags opset;
+  std::string verify = "default";
   bool no_sync = false;
 };
 
 Expected<ConvertOptions> BuildOptions(const ConvertFlags& flags) {
   ONNX_AMP_ASSIGN_OR_RETURN(ConvertOptions options, BuildPolicyOptions(flags.policy));
   ONNX_AMP_RETURN_IF_ERROR(ApplyOpsetFlags(flags.opset, options));
+  ONNX_AMP_ASSIGN_OR_RETURN(options.verify, ParseVerifyLevel(flags.verify));
   return options;
 }
 
@@ -87,6 +89,10 @@ void AddConvertCommand(CLI::App& app, CommandRunner& runner) {
   AddPolicyFlags(*command, flags->policy);
   command->add_option("--report", flags->report, "write the JSON conversion report here");
   AddOpsetFlags(*command, flags->opset);
+  command->add_option("--verify", flags->verify,
+                      "how the output is checked before it is written: default (what conversion can break: definitions, "
+                      "type constraints of the nodes it changed, converted tensors, graph I/O; linear time), full (also "
+                      "ONNX's checker and strict shape inference: as slow again as converting) or none");
   command->add_flag("--no-sync", flags->no_sync,
                     "skip fsync of the output (still replaced atomically, but a power loss may lose it)");
   auto auto_flags = AddAutoConvertFlags(*command);

@@ -1,0 +1,90 @@
+#include "converter/painter.h"
+
+namespace onnx_amp::paint_internal {
+
+// A unit that is still neither deny nor allow keeps float32; say why.
+std::string Painter::FinalReason(const Unit& unit) const {
+  if (!unit.eligible || unit.allow || unit.deny || unit.cast_output) return unit.reason;
+  switch (unit.precision_class) {
+    case PrecisionClass::kAllow: return unit.reason;
+    case PrecisionClass::kInfer: return "float32: infer op not between low nodes";
+    case PrecisionClass::kDeny: return unit.reason;
+    case PrecisionClass::kClear: return "float32: clear op with no low neighbour";
+    case PrecisionClass::kFixedFp32: return unit.reason;
+  }
+  return unit.reason;
+}
+
+void Painter::FillPlan() {
+  const DType low = plan_.low_type;
+  plan_.value_types = plan_.original_types;
+  for (const NodeRef& ref : refs_) {
+    const onnx::NodeProto& node = *ref.node;
+    NodePlan node_plan;
+    node_plan.graph = ref.graph;
+    node_plan.node_class = ref.node_class;
+    bool any_low = false;
+    const Unit* first = nullptr;
+    const Unit* first_low = nullptr;
+    auto colour = [&](int u, const std::string& name) {
+      if (u < 0) return name.empty() ? DType::kUndefined : TypeOf(name);
+      const Unit& unit = units_[u];
+      if (first == nullptr) first = &unit;
+      if (!unit.allow) return DType::kFloat32;
+      any_low = true;
+      if (first_low == nullptr) first_low = &unit;
+      return low;
+    };
+    for (int i = 0; i < node.input_size(); ++i) node_plan.input_types.push_back(colour(ref.input_unit[i], node.input(i)));
+    for (int o = 0; o < node.output_size(); ++o) {
+      const DType t = colour(ref.output_unit[o], node.output(o));
+      node_plan.output_types.push_back(t);
+      if (!node.output(o).empty()) plan_.value_types[node.output(o)] = t;
+    }
+    if (any_low) {
+      node_plan.compute_type = low;
+      node_plan.reason = FinalReason(*first_low);
+    } else if (first != nullptr) {
+      node_plan.compute_type = DType::kFloat32;
+      node_plan.reason = FinalReason(*first);
+    } else {
+      node_plan.reason = "no float32 tensors";
+    }
+    plan_.node_order.push_back(&node);
+    plan_.nodes.emplace(&node, std::move(node_plan));
+  }
+  for (const auto& [name, u] : value_units_) {
+    if (units_[u].allow) plan_.value_types[std::string(name)] = low;
+  }
+
+  // Main-graph inputs that are not kept take the low dtype when a consumer reads it low.
+  const onnx::GraphProto& main = *plan_.graphs[0].graph;
+  for (const auto& input : main.input()) {
+    const std::string& name = input.name();
+    if (TypeOf(name) != DType::kFloat32 || policy_.keep_io_types.Keeps(name) || producers_.count(name)) continue;
+    auto it = consumers_.find(name);
+    if (it == consumers_.end()) continue;
+    for (const Slot& slot : it->second) {
+      if (plan_.nodes.at(refs_[slot.node_ref].node).input_types[slot.index] == low) {
+        plan_.value_types[name] = low;
+        break;
+      }
+    }
+  }
+  for (int g = 0; g < static_cast<int>(plan_.graphs.size()); ++g) {
+    GraphScope& scope = plan_.graphs[g];
+    for (int k = 0; k < scope.graph->output_size(); ++k) {
+      const std::string& name = scope.graph->output(k).name();
+      if (g != 0) {  // a body output takes its cluster's colour
+        auto member = body_output_units_.find({g, k});
+        const bool low_member = member != body_output_units_.end() && units_[member->second].allow;
+        scope.output_types.push_back(low_member ? low : TypeOf(name));
+      } else {
+        scope.output_types.push_back(policy_.keep_io_types.Keeps(name) ? TypeOf(name) : plan_.value_types[name]);
+      }
+    }
+  }
+  plan_.unknown_ops.assign(unknown_ops_.begin(), unknown_ops_.end());
+}
+
+}  // namespace onnx_amp::paint_internal

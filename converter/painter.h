@@ -1,0 +1,190 @@
+// Internal to Paint (paint.h): the painter's state, shared by its stages, one file each:
+//   paint.cc            the stages in order (Painter::Run) and small helpers
+//   paint_units.cc      the nodes as units (one per node and type variable), control-flow
+//                       clusters, and the dataflow edges between units (steps 2, 9)
+//   paint_deny.cc       the seeds that keep units float32 before painting (steps 3/4)
+//   paint_propagate.cc  painting to the fixpoint (steps 5-10)
+//   paint_plan.cc       the ConversionPlan the passes read, with the reasons of the report
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "converter/paint.h"
+#include "converter/paint_seeds.h"
+#include "runtime/core/onnx_domain.h"
+#include "runtime/onnx/schema_types.h"
+
+namespace onnx { class OpSchema; }
+
+namespace onnx_amp::paint_internal {
+
+// "name", or "Op(first output)" for an unnamed node.
+std::string NodeLabel(const onnx::NodeProto& node);
+const onnx::GraphProto* Subgraph(const onnx::NodeProto& node, const std::string& name);
+int64_t IntAttr(const onnx::NodeProto& node, const std::string& name, int64_t fallback);
+std::vector<int64_t> Int64Values(const onnx::TensorProto& t);
+std::string FormatNumber(double value);
+// Known dims of every value with a tensor shape (-1 for an unknown dim).
+void CollectShapes(const onnx::GraphProto& graph, std::unordered_map<std::string, std::vector<int64_t>>& shapes);
+
+// The inputs and outputs of one node bound to one type variable.
+struct Unit {
+  const onnx::NodeProto* node = nullptr;
+  int node_ref = -1;
+  std::string type_var;
+  std::vector<int> inputs;
+  std::vector<int> outputs;
+  PrecisionClass precision_class = PrecisionClass::kFixedFp32;
+  bool eligible = false;
+  bool cast_output = false;  // output of Cast(to=float): decided by step 10
+  bool deny = false;
+  bool allow = false;
+  std::string reason;
+  std::vector<int> fanin;   // units producing this unit's inputs
+  std::vector<int> fanout;  // units reading this unit's outputs
+  // Control-flow members: the cluster, what the member stands for, and the body
+  // outputs a body-side member reads (it has no node inputs of its own).
+  int cluster = -1;
+  std::string member;
+  std::vector<std::string> reads;
+};
+
+// Members that must share one dtype: a carried value (the outer tensor the node reads,
+// the body's input and output, the node's output), a scan slice, or an If output and
+// the branch outputs that feed it.
+struct Cluster {
+  std::string label;
+  std::vector<int> members;
+  bool forced = false;  // matched to float32 by step 9
+};
+
+// A graph input or output of a control-flow body.
+struct BodyPort {
+  const onnx::GraphProto* graph = nullptr;
+  int index = -1;
+};
+
+struct NodeRef {
+  onnx::NodeProto* node = nullptr;
+  int graph = 0;
+  NodeClass node_class;
+  std::vector<int> input_unit;   // unit of each input, -1 if none
+  std::vector<int> output_unit;  // unit of each output, -1 if none
+};
+
+struct Slot {
+  int node_ref = -1;
+  int index = -1;
+};
+
+// The inputs and outputs of one node bound to one type variable, before they become a unit.
+struct UnitDraft {
+  std::vector<int> inputs, outputs;
+  const std::vector<std::string>* allowed = nullptr;
+};
+
+class Painter {
+ public:
+  Painter(onnx::ModelProto& model, ValueTypeMap types, const PrecisionPolicy& policy, ConvertTarget target,
+          const ValueSummaries& external)
+      : model_(model), policy_(policy), target_(target), external_(external) {
+    plan_.original_types = std::move(types);
+  }
+
+  Expected<ConversionPlan> Run();
+
+ private:
+  // paint_units.cc
+  void AddGraph(onnx::GraphProto& graph, int parent, const std::string& path);
+  void AddConstant(const std::string& name, const onnx::TensorProto& tensor);
+  bool FeedsKeptOutput(const onnx::NodeProto& node) const;
+  void BuildUnits(int ref);
+  void AddUnit(int ref, const onnx::OpSchema* schema, const std::string& type_var, const UnitDraft& draft);
+  void BuildControlFlowUnits(int ref, const onnx::OpSchema* schema);
+  void AddCluster(int ref, const onnx::OpSchema* schema, const std::string& what, int node_input,
+                  std::optional<BodyPort> body_input, std::vector<BodyPort> body_outputs, int node_output);
+  bool SchemaAdmitsLow(const onnx::OpSchema* schema) const;
+  bool KeptMainOutput(const std::string& name) const;
+  int ProducerUnit(const std::string& name) const;
+  void LinkUnits();
+
+  // paint_deny.cc
+  void KeepShapeArithmetic();
+  bool HoldsTinyConstant(const std::string& name, float limit) const;
+  void DenyTinyEpsilonGuards();
+  void SeedDeny(int u, const std::string& reason);
+  void SeedDenyNode(int ref, const std::string& reason);
+  void DenyOutOfRangeValues();
+  void DenyExpReductions();
+  const onnx::NodeProto* ProducerOp(const std::string& name, const char* op, int* ref = nullptr) const;
+  void DenyDecomposedLayerNorm();
+  Status DenyLongReductions();
+  std::optional<int64_t> ReducedCount(const onnx::NodeProto& node,
+                                      const std::unordered_map<std::string, std::vector<int64_t>>& shapes) const;
+
+  // paint_propagate.cc
+  void PaintToFixpoint();
+  bool MatchClusters();
+  void PropagateDenyForward();
+  void PaintBetweenAllows();
+  void PaintInferAfterAllow();
+  void PaintThroughClear();
+  void RetargetCasts();
+
+  // paint_plan.cc
+  std::string FinalReason(const Unit& unit) const;
+  void FillPlan();
+
+  // Small queries of every stage.
+  DType TypeOf(const std::string& name) const {
+    auto it = plan_.original_types.find(name);
+    return it == plan_.original_types.end() ? DType::kUndefined : it->second;
+  }
+  bool IsConstant(const std::string& name) const { return constants_.count(name) || summaries_.count(name); }
+  bool Paintable(int u) const { return units_[u].eligible && !units_[u].cast_output; }
+  bool Is(int u, PrecisionClass c) const { return Paintable(u) && units_[u].precision_class == c; }
+  std::string Label(int u) const { return NodeLabel(*units_[u].node); }
+  bool IsOp(int u, const char* op) const {
+    return units_[u].node->op_type() == op && IsOnnxDomain(units_[u].node->domain());
+  }
+  bool Passable(int u) const {
+    return (Is(u, PrecisionClass::kInfer) || Is(u, PrecisionClass::kClear)) && !units_[u].deny;
+  }
+  std::string SlowHardwareReason() const {
+    return "hardware " + std::string(TargetHardwareName(policy_.hardware)) + " has no fast " +
+           std::string(DTypeName(plan_.low_type)) + " arithmetic: a low op would only add Cast round trips";
+  }
+
+  onnx::ModelProto& model_;
+  const PrecisionPolicy& policy_;
+  ConvertTarget target_;
+  const ValueSummaries& external_;
+  std::map<std::string, int64_t> opsets_;
+  ConversionPlan plan_;
+  std::vector<NodeRef> refs_;
+  std::vector<Unit> units_;
+  // Keyed by views of the model's names, which Paint leaves unchanged.
+  std::unordered_map<std::string_view, Slot> producers_;
+  std::unordered_map<std::string_view, std::vector<Slot>> consumers_;
+  std::unordered_map<std::string_view, std::vector<std::pair<int, int>>> graph_output_uses_;  // (graph, output index)
+  std::set<std::string> unknown_ops_;
+  std::unordered_map<std::string_view, const onnx::TensorProto*> constants_;  // initializers and Constant values
+  std::unordered_map<std::string_view, ValueSummary> summaries_;  // float32 constants, value_float(s) included
+  std::unordered_map<const onnx::GraphProto*, int> graph_index_;
+  std::set<std::string> main_inputs_;
+  std::vector<Cluster> clusters_;
+  std::unordered_map<std::string_view, int> value_units_;           // body input -> its cluster member
+  std::map<std::pair<int, int>, int> body_output_units_;        // (graph, output index) -> cluster member
+  std::vector<std::pair<int, int>> member_edges_;               // recurrent edges between cluster members
+};
+
+}  // namespace onnx_amp::paint_internal
