@@ -1,5 +1,6 @@
 #include "converter/painter.h"
 
+#include "ops/op_def.h"
 #include "runtime/onnx/onnx_checks.h"
 
 namespace onnx_amp::paint_internal {
@@ -211,13 +212,11 @@ void Painter::DenyDecomposedLayerNorm() {
 // bits stops growing once n reaches 2^p, so runtimes that accumulate in the low dtype
 // return finite but wrong sums; float16 also overflows at 65504.
 Status Painter::DenyLongReductions() {
-  static const std::set<std::string> kSums = {"ReduceSum",    "ReduceMean",   "ReduceSumSquare", "ReduceL1",
-                                              "ReduceL2",     "ReduceLogSum", "ReduceLogSumExp"};
   std::vector<int> candidates;
   for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
     const Unit& unit = units_[u];
     if (Paintable(u) && unit.precision_class != PrecisionClass::kDeny && !unit.inputs.empty() &&
-        unit.inputs.front() == 0 && kSums.count(unit.node->op_type()) && IsOnnxDomain(unit.node->domain())) {
+        unit.inputs.front() == 0 && IsSumReduction(unit.node->domain(), unit.node->op_type())) {
       candidates.push_back(u);
     }
   }

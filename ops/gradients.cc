@@ -1,13 +1,11 @@
 #include "ops/gradients.h"
 
-#include "runtime/core/status.h"
 #include "runtime/core/onnx_domain.h"
+#include "runtime/core/status.h"
 
 namespace onnx_amp {
 
-namespace {
-
-const GradientRegistry& Rules() {
+const GradientRegistry& AllGradientRules() {
   static const GradientRegistry registry = [] {
     GradientRegistry r;
     RegisterElementwiseGradients(r);
@@ -21,8 +19,6 @@ const GradientRegistry& Rules() {
   return registry;
 }
 
-}  // namespace
-
 void GradientRegistry::Register(std::string_view domain, std::string_view op_type, GradientRule rule) {
   const bool inserted =
       rules_.emplace(std::make_pair(std::string(CanonicalDomain(domain)), std::string(op_type)), rule).second;
@@ -34,8 +30,15 @@ GradientRule GradientRegistry::Find(std::string_view domain, std::string_view op
   return it == rules_.end() ? nullptr : it->second;
 }
 
+std::vector<std::pair<std::string, std::string>> GradientRegistry::Ops() const {
+  std::vector<std::pair<std::string, std::string>> ops;
+  ops.reserve(rules_.size());
+  for (const auto& [key, rule] : rules_) ops.push_back(key);
+  return ops;
+}
+
 GradientRule FindGradientRule(std::string_view domain, std::string_view op_type) {
-  return Rules().Find(domain, op_type);
+  return AllGradientRules().Find(domain, op_type);
 }
 
 }  // namespace onnx_amp

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "runtime/core/status.h"
 
@@ -22,11 +23,15 @@ class GradientRegistry {
   // Registering one (domain, op type) twice is a bug and asserts.
   void Register(std::string_view domain, std::string_view op_type, GradientRule rule);
   GradientRule Find(std::string_view domain, std::string_view op_type) const;
+  // Every (domain, op type) with a rule; "" is the default domain.
+  std::vector<std::pair<std::string, std::string>> Ops() const;
 
  private:
   std::map<std::pair<std::string, std::string>, GradientRule, std::less<>> rules_;
 };
 
+// The rules of every family, registered on first use.
+const GradientRegistry& AllGradientRules();
 // "" and "ai.onnx" are both the default domain. nullptr when the op has no rule.
 GradientRule FindGradientRule(std::string_view domain, std::string_view op_type);
 

@@ -1,20 +1,9 @@
 #include "converter/search/search_report.h"
 
-#include <cmath>
-
 #include "runtime/io/file_bytes.h"
 #include "runtime/validate/report_format.h"
 
 namespace onnx_amp {
-namespace {
-
-nlohmann::json Number(double value) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  return value;
-}
-
-}  // namespace
 
 nlohmann::json AutoConvertReportToJson(const AutoConvertReport& report) {
   nlohmann::json forced = nlohmann::json::array();
@@ -23,7 +12,7 @@ nlohmann::json AutoConvertReportToJson(const AutoConvertReport& report) {
                       {"op_type", node.op_type},
                       {"stage", std::string(ForcedStageName(node.stage))},
                       {"value", node.value},
-                      {"magnitude", Number(node.magnitude)},
+                      {"magnitude", JsonNumber(node.magnitude)},
                       {"non_finite", node.non_finite},
                       {"reason", node.reason}});
   }

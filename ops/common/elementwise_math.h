@@ -151,6 +151,39 @@ struct ShrinkOp {
   }
 };
 
+// ---- activation slopes: the fused gradients compute dX = dY * slope(V) in float32,
+// V being the forward input X or output Y, whichever the gradient op reads ----
+// relu'(x) = 1 for x > 0, else 0; the same test at y = relu(x), which the gradient rule
+// passes (activations_cpu.cc reads the slope from the output).
+struct ReluSlope {
+  ONNX_AMP_HD float operator()(float v) const { return v > 0.0f ? 1.0f : 0.0f; }
+};
+// sigmoid' = y * (1 - y)
+struct SigmoidSlope {
+  ONNX_AMP_HD float operator()(float y) const { return y * (1.0f - y); }
+};
+// tanh' = 1 - y^2
+struct TanhSlope {
+  ONNX_AMP_HD float operator()(float y) const { return 1.0f - y * y; }
+};
+// Exact: gelu(x) = x * Phi(x), gelu' = Phi(x) + x * phi(x).
+struct GeluSlope {
+  ONNX_AMP_HD float operator()(float x) const {
+    const float cdf = 0.5f * (1.0f + std::erf(x * static_cast<float>(0.70710678118654752440)));  // x / sqrt(2)
+    const float pdf = std::exp(-0.5f * x * x) * static_cast<float>(0.39894228040143267794);     // 1 / sqrt(2 pi)
+    return cdf + x * pdf;
+  }
+};
+// tanh form: gelu(x) = x/2 * (1 + tanh(u)), u = sqrt(2/pi) * (x + 0.044715 x^3),
+// gelu' = (1 + t)/2 + x/2 * (1 - t^2) * sqrt(2/pi) * (1 + 3 * 0.044715 x^2).
+struct GeluTanhSlope {
+  ONNX_AMP_HD float operator()(float x) const {
+    const float k = static_cast<float>(0.79788456080286535588);  // sqrt(2 / pi)
+    const float t = std::tanh(k * (x + 0.044715f * x * x * x));
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * k * (1.0f + 3.0f * 0.044715f * x * x);
+  }
+};
+
 // ---- binary arithmetic ----
 struct AddOp { template <typename C> ONNX_AMP_HD C operator()(C a, C b) const { return static_cast<C>(a + b); } };
 struct SubOp { template <typename C> ONNX_AMP_HD C operator()(C a, C b) const { return static_cast<C>(a - b); } };

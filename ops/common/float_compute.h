@@ -1,12 +1,13 @@
 // Moving between a floating tensor's storage type and its compute type, shared by the
-// kernel families (linalg, conv, normalization, the fused gradients). The numeric contract: float16/bfloat16 values
-// are read into float32, all arithmetic and accumulation is float32 (float64 for
-// float64 tensors), and each output element is rounded to its storage type once.
+// kernel families. The numeric contract: float16/bfloat16 values are read into float32,
+// all arithmetic and accumulation is float32 (float64 for float64 tensors), and each
+// output element is rounded to its storage type once.
 #pragma once
 
 #include <type_traits>
 #include <vector>
 
+#include "ops/common/float32_buffers.h"
 #include "runtime/core/dtype.h"
 #include "runtime/core/float16.h"
 #include "runtime/core/status.h"
@@ -62,22 +63,5 @@ Status DispatchFloat(const KernelContext& context, DType dtype, Fn&& fn) {
   }
   return context.UnsupportedDType(dtype);
 }
-
-// The elements of a float32, float16 or bfloat16 tensor as float32 (float32 tensors
-// are copied too, so callers may modify the result).
-std::vector<float> ToFloat32(const Tensor& tensor);
-// Rounds float32 values once into a float32, float16 or bfloat16 tensor.
-void StoreFromFloat32(const float* values, Tensor& out);
-// The same for elements [begin, end) only (values indexed like out).
-void StoreFromFloat32Range(const float* values, Tensor& out, int64_t begin, int64_t end);
-
-// For the fused gradient kernels, which read float32, float16 and bfloat16 tensors as
-// float32 and round each output element once to the dtype of dY.
-// Input `index`, present and of a float32/float16/bfloat16 type.
-Expected<const Tensor*> FloatInput(const KernelContext& context, int index);
-// Allocates output `index` with `dtype` and `shape`, and stores float32 `values` in it
-// (one rounding); does nothing when the output is omitted or unused.
-Status WriteOutput(KernelContext& context, int index, DType dtype, const Shape& shape,
-                   const std::vector<float>& values);
 
 }  // namespace onnx_amp

@@ -1,9 +1,13 @@
 #include "ops/common/fused_activation.h"
 
 #include <bit>
+#include <limits>
+
+#include <onnx/onnx_pb.h>
 
 #include "ops/common/elementwise_math.h"
 #include "ops/common/float_compute.h"
+#include "runtime/core/onnx_domain.h"
 #include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {
@@ -26,6 +30,13 @@ void WithActivationOp(const FusedActivation& activation, Fn&& fn) {
         return ClipOp{}(x, static_cast<C>(lo), static_cast<C>(hi));
       });
   }
+}
+
+std::optional<float> FloatAttribute(const onnx::NodeProto& node, const std::string& name) {
+  for (const onnx::AttributeProto& attr : node.attribute()) {
+    if (attr.name() == name && attr.type() == onnx::AttributeProto::FLOAT) return attr.f();
+  }
+  return std::nullopt;
 }
 
 template <typename T, typename Op>
@@ -102,6 +113,41 @@ void StoreWithActivation(const float* values, Tensor& out, const FusedActivation
     StoreFromFloat32Range(values, out, begin, end);
     ApplyRange(activation, out, begin, end);
   });
+}
+
+std::optional<FusedActivation> FusableActivation(const onnx::NodeProto& node, int opset,
+                                                 const std::function<std::optional<float>(int)>& constant_input) {
+  if (!IsOnnxDomain(node.domain())) return std::nullopt;
+  const int num_inputs = node.input_size();
+  FusedActivation activation;
+  if (node.op_type() == "Relu" && num_inputs == 1) {
+    activation.kind = FusedActivationKind::kRelu;
+    return activation;
+  }
+  if (node.op_type() == "LeakyRelu" && num_inputs == 1) {
+    activation.kind = FusedActivationKind::kLeakyRelu;
+    activation.alpha = FloatAttribute(node, "alpha").value_or(0.01f);
+    return activation;
+  }
+  if (node.op_type() != "Clip") return std::nullopt;
+  // A missing bound leaves that side open, as the Clip kernel does.
+  activation.kind = FusedActivationKind::kClip;
+  activation.alpha = -std::numeric_limits<float>::infinity();
+  activation.beta = std::numeric_limits<float>::infinity();
+  if (opset < 11) {
+    if (num_inputs != 1) return std::nullopt;
+    activation.alpha = FloatAttribute(node, "min").value_or(activation.alpha);
+    activation.beta = FloatAttribute(node, "max").value_or(activation.beta);
+    return activation;
+  }
+  if (num_inputs == 0 || num_inputs > 3) return std::nullopt;
+  for (int i = 1; i < num_inputs; ++i) {
+    if (node.input(i).empty()) continue;
+    const std::optional<float> bound = constant_input(i);
+    if (!bound) return std::nullopt;
+    (i == 1 ? activation.alpha : activation.beta) = *bound;
+  }
+  return activation;
 }
 
 }  // namespace onnx_amp

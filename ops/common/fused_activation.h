@@ -6,6 +6,8 @@
 // and the same element-wise pass over the stored output otherwise.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 
 #include <dnnl.hpp>
@@ -13,7 +15,17 @@
 #include "runtime/core/tensor.h"
 #include "runtime/exec/kernel.h"
 
+namespace onnx { class NodeProto; }
+
 namespace onnx_amp {
+
+// The activation `node` computes, in the form a fusing kernel applies: Relu, LeakyRelu
+// (alpha), or Clip with its bounds from attributes (before opset 11) or from constant
+// scalar inputs, which `constant_input(index)` returns (nullopt when that input is not
+// one; absent inputs leave their side open). nullopt for every other node. These are
+// the activations the execution plan may fold into a Conv / Gemm / MatMul.
+std::optional<FusedActivation> FusableActivation(const onnx::NodeProto& node, int opset,
+                                                 const std::function<std::optional<float>(int)>& constant_input);
 
 // A fragment for primitive cache keys ("" for none).
 std::string ActivationKey(const FusedActivation& activation);

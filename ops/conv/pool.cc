@@ -26,33 +26,6 @@ struct PoolOptions {
   int64_t p = 2;                      // LpPool
 };
 
-// Walks the taps of one window, calling visit(input offset within the plane) for taps
-// inside the input; returns how many taps lie inside the padded input.
-template <typename Visit>
-int64_t ForEachTap(const WindowGeometry& g, const std::vector<int64_t>& out_index, Visit&& visit) {
-  const size_t rank = g.rank();
-  int64_t kernel_size = 1;
-  for (size_t i = 0; i < rank; ++i) kernel_size *= g.kernel[i];
-  int64_t padded_taps = 0;
-  for (int64_t k = 0; k < kernel_size; ++k) {
-    int64_t offset = 0, rest = k;
-    bool inside = true, inside_padded = true;
-    int64_t divisor = kernel_size;
-    for (size_t i = 0; i < rank; ++i) {
-      divisor /= g.kernel[i];
-      const int64_t k_i = rest / divisor;
-      rest %= divisor;
-      const int64_t pos = out_index[i] * g.strides[i] - g.pads_begin[i] + k_i * g.dilations[i];
-      inside = inside && pos >= 0 && pos < g.in[i];
-      inside_padded = inside_padded && pos >= -g.pads_begin[i] && pos < g.in[i] + g.pads_end[i];
-      offset = offset * g.in[i] + pos;
-    }
-    padded_taps += inside_padded ? 1 : 0;
-    if (inside) visit(offset);
-  }
-  return padded_taps;
-}
-
 // Column-major position within a plane of the row-major `offset` (MaxPool storage_order 1).
 int64_t ColumnMajor(const WindowGeometry& g, int64_t offset) {
   int64_t result = 0, scale = 1;
@@ -86,7 +59,7 @@ Status RunPool(KernelContext& context, const Tensor& x, const WindowGeometry& g,
           case PoolKind::kMax: {
             Acc best = -std::numeric_limits<Acc>::infinity();
             int64_t best_offset = -1;
-            ForEachTap(g, o_index, [&](int64_t offset) {
+            ForEachWindowTap(g, o_index.data(), [&](int64_t, int64_t offset) {
               const Acc value = LoadValue(x_plane[offset]);
               // NaN propagates: it wins once seen, as fmax would not do.
               if (best_offset < 0 || value > best || (std::isnan(value) && !std::isnan(best))) {
@@ -104,7 +77,7 @@ Status RunPool(KernelContext& context, const Tensor& x, const WindowGeometry& g,
           case PoolKind::kAverage: {
             Acc sum = 0;
             int64_t taps = 0;
-            const int64_t padded_taps = ForEachTap(g, o_index, [&](int64_t offset) {
+            const int64_t padded_taps = ForEachWindowTap(g, o_index.data(), [&](int64_t, int64_t offset) {
               sum += LoadValue(x_plane[offset]);
               ++taps;
             });
@@ -114,7 +87,9 @@ Status RunPool(KernelContext& context, const Tensor& x, const WindowGeometry& g,
           case PoolKind::kLp: {
             Acc sum = 0;
             const Acc p = static_cast<Acc>(options.p);
-            ForEachTap(g, o_index, [&](int64_t offset) { sum += std::pow(std::abs(LoadValue(x_plane[offset])), p); });
+            ForEachWindowTap(g, o_index.data(), [&](int64_t, int64_t offset) {
+              sum += std::pow(std::abs(LoadValue(x_plane[offset])), p);
+            });
             result = std::pow(sum, Acc(1) / p);
             break;
           }

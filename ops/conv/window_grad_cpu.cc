@@ -40,24 +40,9 @@ WindowTable BuildTable(const WindowGeometry& g) {
       o_index[i] = rest % g.out[i];
       rest /= g.out[i];
     }
-    for (int64_t k = 0; k < t.kernel_size; ++k) {
-      int64_t offset = 0;
-      int64_t rest = k;
-      int64_t divisor = t.kernel_size;
-      bool inside = true;
-      bool inside_padded = true;
-      for (size_t i = 0; i < rank; ++i) {
-        divisor /= g.kernel[i];
-        const int64_t k_i = rest / divisor;
-        rest %= divisor;
-        const int64_t pos = o_index[i] * g.strides[i] - g.pads_begin[i] + k_i * g.dilations[i];
-        inside = inside && pos >= 0 && pos < g.in[i];
-        inside_padded = inside_padded && pos >= -g.pads_begin[i] && pos < g.in[i] + g.pads_end[i];
-        offset = offset * g.in[i] + pos;
-      }
-      if (inside) t.offsets[o * t.kernel_size + k] = offset;
-      if (inside_padded) ++t.padded_taps[o];
-    }
+    t.padded_taps[o] = ForEachWindowTap(g, o_index.data(), [&](int64_t k, int64_t offset) {
+      t.offsets[o * t.kernel_size + k] = offset;
+    });
   }
   return t;
 }
@@ -74,6 +59,24 @@ Status CheckOutput(const KernelContext& context, const Tensor& dy, int64_t n, in
                          "dY is " + ShapeToString(dy.shape()) + ", the forward output is " + ShapeToString(expected));
   }
   return Status::Ok();
+}
+
+// dY and X of a pool gradient (inputs 0 and 1), with the window table of the pool the
+// forward attributes describe; dY checked against its output shape.
+struct PoolGradInputs {
+  const Tensor* dy;
+  const Tensor* x;
+  WindowTable table;
+};
+
+Expected<PoolGradInputs> ReadPoolGradInputs(KernelContext& context) {
+  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* dy, FloatInput(context, 0));
+  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* x, FloatInput(context, 1));
+  if (x->rank() < 3) return context.Error(ErrorCode::kInvalidModel, "X must be [N, C, spatial...]");
+  ONNX_AMP_ASSIGN_OR_RETURN(const WindowGeometry g,
+                            ForwardWindow(context, SpatialDims(x->shape()), {}, context.attr_int("ceil_mode", 0) != 0));
+  ONNX_AMP_RETURN_IF_ERROR(CheckOutput(context, *dy, x->dim(0), x->dim(1), g));
+  return PoolGradInputs{dy, x, BuildTable(g)};
 }
 
 }  // namespace
@@ -135,13 +138,10 @@ Status ConvGradKernel(KernelContext& context) {
 
 // Each dY goes to the first maximum of its window (the tap the forward kernel picks).
 Status MaxPoolGradKernel(KernelContext& context) {
-  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* dy, FloatInput(context, 0));
-  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* x, FloatInput(context, 1));
-  if (x->rank() < 3) return context.Error(ErrorCode::kInvalidModel, "X must be [N, C, spatial...]");
-  ONNX_AMP_ASSIGN_OR_RETURN(const WindowGeometry g,
-                            ForwardWindow(context, SpatialDims(x->shape()), {}, context.attr_int("ceil_mode", 0) != 0));
-  ONNX_AMP_RETURN_IF_ERROR(CheckOutput(context, *dy, x->dim(0), x->dim(1), g));
-  const WindowTable t = BuildTable(g);
+  ONNX_AMP_ASSIGN_OR_RETURN(const PoolGradInputs in, ReadPoolGradInputs(context));
+  const Tensor* dy = in.dy;
+  const Tensor* x = in.x;
+  const WindowTable& t = in.table;
   const std::vector<float> gv = ToFloat32(*dy);
   const std::vector<float> xv = ToFloat32(*x);
   std::vector<float> dx(xv.size(), 0.0f);
@@ -170,14 +170,11 @@ Status MaxPoolGradKernel(KernelContext& context) {
 // Each dY is spread evenly over its window's taps inside the input, divided by that
 // count (or by the taps inside the padded input with count_include_pad).
 Status AveragePoolGradKernel(KernelContext& context) {
-  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* dy, FloatInput(context, 0));
-  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* x, FloatInput(context, 1));
-  if (x->rank() < 3) return context.Error(ErrorCode::kInvalidModel, "X must be [N, C, spatial...]");
-  ONNX_AMP_ASSIGN_OR_RETURN(const WindowGeometry g,
-                            ForwardWindow(context, SpatialDims(x->shape()), {}, context.attr_int("ceil_mode", 0) != 0));
-  ONNX_AMP_RETURN_IF_ERROR(CheckOutput(context, *dy, x->dim(0), x->dim(1), g));
+  ONNX_AMP_ASSIGN_OR_RETURN(const PoolGradInputs in, ReadPoolGradInputs(context));
+  const Tensor* dy = in.dy;
+  const Tensor* x = in.x;
+  const WindowTable& t = in.table;
   const bool count_include_pad = context.attr_int("count_include_pad", 0) != 0;
-  const WindowTable t = BuildTable(g);
   const std::vector<float> gv = ToFloat32(*dy);
   std::vector<float> dx(static_cast<size_t>(x->num_elements()), 0.0f);
   const int64_t planes = x->dim(0) * x->dim(1);

@@ -1,9 +1,20 @@
-// Activations: Relu LeakyRelu PRelu Elu Selu Celu Sigmoid HardSigmoid HardSwish Softplus
-// Softsign Tanh ThresholdedRelu Gelu Mish Shrink.
+// The activation ops and their fused gradients. The table at the end is the family's
+// list of activations (activations.h): each op's kernel and, where it has one, its fused
+// gradient op.
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
 #include "ops/common/elementwise_math.h"
+#include "ops/common/float32_buffers.h"
+#include "ops/elementwise/activations.h"
 #include "ops/elementwise/elementwise_families.h"
 #include "ops/elementwise/elementwise_kernel.h"
 #include "ops/kernel_registry.h"
+#include "runtime/core/convert.h"
+#include "runtime/core/onnx_domain.h"
+#include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {
 namespace {
@@ -72,30 +83,120 @@ Status Shrink(KernelContext& context) {
   return RunUnary<kMaskNumeric>(context, op);
 }
 
+// --- fused gradients: dX = dY * slope(V), V the forward value of input 1 (X or Y).
+// float32, float16 and bfloat16 tensors are read as float32, and each element of dX is
+// rounded once to the dtype of dY.
+
+// Elements per block: converted into float32 on the stack, small enough to stay in L1.
+constexpr int64_t kGradBlock = 2048;
+// Elements per parallel chunk.
+constexpr int64_t kGradChunk = 1 << 16;
+
+// values[0, n) = tensor[begin, begin + n) as float32 (float32, float16 or bfloat16).
+void LoadFloat32(const Tensor& tensor, int64_t begin, int64_t n, float* values) {
+  const size_t count = static_cast<size_t>(n);
+  if (tensor.dtype() == DType::kFloat32) {
+    std::memcpy(values, tensor.data<float>() + begin, count * sizeof(float));
+  } else if (tensor.dtype() == DType::kFloat16) {
+    ConvertHalfToFloat(tensor.data<uint16_t>() + begin, values, count);
+  } else {
+    ConvertBFloat16ToFloat(tensor.data<uint16_t>() + begin, values, count);
+  }
+}
+
+// out[begin, begin + n) = values rounded once to out's dtype.
+void StoreFloat32(const float* values, int64_t begin, int64_t n, Tensor& out) {
+  const size_t count = static_cast<size_t>(n);
+  if (out.dtype() == DType::kFloat32) {
+    std::memcpy(out.data<float>() + begin, values, count * sizeof(float));
+  } else if (out.dtype() == DType::kFloat16) {
+    ConvertFloatToHalf(values, out.data<uint16_t>() + begin, count);
+  } else {
+    ConvertFloatToBFloat16(values, out.data<uint16_t>() + begin, count);
+  }
+}
+
+// dX[i] = dY[i] * slope(V[i]), block by block over the pool's threads (each element is
+// independent, so the split changes no bit).
+template <typename Slope>
+Status PointwiseGradWith(KernelContext& context, const Slope& slope) {
+  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* dy, FloatInput(context, 0));
+  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* v, FloatInput(context, 1));
+  if (dy->shape() != v->shape()) {
+    return context.Error(ErrorCode::kInvalidModel, "dY " + ShapeToString(dy->shape()) + " and the forward value " +
+                                                       ShapeToString(v->shape()) + " differ in shape");
+  }
+  if (context.num_outputs() < 1 || !context.output_used(0)) return Status::Ok();
+  ONNX_AMP_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, dy->dtype(), dy->shape()));
+  context.threads().ParallelFor(dy->num_elements(), kGradChunk, [&](int64_t begin, int64_t end) {
+    float grad[kGradBlock], values[kGradBlock];
+    for (int64_t block = begin; block < end; block += kGradBlock) {
+      const int64_t n = std::min(kGradBlock, end - block);
+      LoadFloat32(*dy, block, n, grad);
+      LoadFloat32(*v, block, n, values);
+      for (int64_t i = 0; i < n; ++i) grad[i] *= slope(values[i]);
+      StoreFloat32(grad, block, n, *dx);
+    }
+  });
+  return Status::Ok();
+}
+
+template <typename Slope>
+Status PointwiseGrad(KernelContext& context) {
+  return PointwiseGradWith(context, Slope{});
+}
+
+Status GeluGrad(KernelContext& context) {
+  const std::string approximate = context.attr_string("approximate", "none");
+  if (approximate != "none" && approximate != "tanh") {
+    return context.Error(ErrorCode::kInvalidModel, "unknown approximate '" + approximate + "'");
+  }
+  if (approximate == "tanh") return PointwiseGradWith(context, GeluTanhSlope{});
+  return PointwiseGradWith(context, GeluSlope{});
+}
+
+// Slopes and formulas: ops/common/elementwise_math.h.
+constexpr Activation kActivations[] = {
+    // ReluGrad reads Y (Y > 0 exactly where X > 0; Y = max(X, 0) keeps NaN), so X dies at
+    // the Relu and a Gemm, MatMul or Conv before it can fold the Relu in.
+    {"Relu", Relu, "ReluGrad", PointwiseGrad<ReluSlope>, SlopeOf::kOutput},
+    {"LeakyRelu", LeakyRelu},
+    {"PRelu", PRelu},
+    {"Elu", Elu},
+    {"Selu", Selu},
+    {"Celu", Celu},
+    {"Sigmoid", FloatUnary<SigmoidOp>, "SigmoidGrad", PointwiseGrad<SigmoidSlope>, SlopeOf::kOutput},
+    {"HardSigmoid", HardSigmoid},
+    {"HardSwish", FloatUnary<HardSwishOp>},
+    {"Softplus", FloatUnary<SoftplusOp>},
+    {"Softsign", FloatUnary<SoftsignOp>},
+    {"Tanh", FloatUnary<TanhOp>, "TanhGrad", PointwiseGrad<TanhSlope>, SlopeOf::kOutput},
+    {"ThresholdedRelu", ThresholdedRelu},
+    {"Gelu", Gelu, "GeluGrad", GeluGrad, SlopeOf::kInput, {"approximate"}},
+    {"Mish", FloatUnary<MishOp>},
+    {"Shrink", Shrink},
+};
+
 }  // namespace
 
+std::span<const Activation> Activations() { return kActivations; }
+
+const Activation* FindActivation(std::string_view op) {
+  for (const Activation& activation : kActivations) {
+    if (activation.op == op) return &activation;
+  }
+  return nullptr;
+}
+
 void RegisterActivationCpuKernels(KernelRegistry& registry) {
-  // The fifth field, may_inplace: element i of the output reads only element i of a
-  // same-shaped input, so the output may reuse that input's buffer.
-  const KernelDef defs[] = {
-      {"", "Relu", DeviceKind::kCpu, Relu, true},
-      {"", "LeakyRelu", DeviceKind::kCpu, LeakyRelu, true},
-      {"", "PRelu", DeviceKind::kCpu, PRelu, true},
-      {"", "Elu", DeviceKind::kCpu, Elu, true},
-      {"", "Selu", DeviceKind::kCpu, Selu, true},
-      {"", "Celu", DeviceKind::kCpu, Celu, true},
-      {"", "Sigmoid", DeviceKind::kCpu, FloatUnary<SigmoidOp>, true},
-      {"", "HardSigmoid", DeviceKind::kCpu, HardSigmoid, true},
-      {"", "HardSwish", DeviceKind::kCpu, FloatUnary<HardSwishOp>, true},
-      {"", "Softplus", DeviceKind::kCpu, FloatUnary<SoftplusOp>, true},
-      {"", "Softsign", DeviceKind::kCpu, FloatUnary<SoftsignOp>, true},
-      {"", "Tanh", DeviceKind::kCpu, FloatUnary<TanhOp>, true},
-      {"", "ThresholdedRelu", DeviceKind::kCpu, ThresholdedRelu, true},
-      {"", "Gelu", DeviceKind::kCpu, Gelu, true},
-      {"", "Mish", DeviceKind::kCpu, FloatUnary<MishOp>, true},
-      {"", "Shrink", DeviceKind::kCpu, Shrink, true},
-  };
-  for (const KernelDef& def : defs) registry.Register(def);
+  for (const Activation& activation : kActivations) {
+    // may_inplace: element i of the output reads only element i of a same-shaped input,
+    // so the output may reuse that input's buffer.
+    registry.Register({"", activation.op, DeviceKind::kCpu, activation.forward, true});
+    if (!activation.gradient_op.empty()) {
+      registry.Register({kOnnxAmpDomain, activation.gradient_op, DeviceKind::kCpu, activation.gradient});
+    }
+  }
 }
 
 }  // namespace onnx_amp

@@ -13,7 +13,6 @@ void RegisterElementwiseCpuKernels(KernelRegistry& registry) {
   RegisterWhereCpuKernels(registry);
   RegisterClipCpuKernels(registry);
   RegisterCastCpuKernels(registry);
-  RegisterActivationGradCpuKernels(registry);
 }
 
 }  // namespace onnx_amp

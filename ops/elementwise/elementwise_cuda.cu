@@ -1,6 +1,5 @@
 #include "ops/elementwise/elementwise_cuda.h"
 
-#include "ops/elementwise/activation_grad_math.h"
 #include "ops/common/elementwise_math.h"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/dtype_dispatch.cuh"

@@ -1,7 +1,7 @@
 // Launchers of the element-wise CUDA kernels (elementwise_cuda.cu): unary math and
 // activations, broadcasting binary ops and comparisons, the activation gradients and
 // Where (Cast: ops/common/cuda_cast.h). They take device pointers and queue on env.stream; the per-element
-// math is the CPU's (elementwise_math.h, activation_grad_math.h), computed
+// math is the CPU's (ops/common/elementwise_math.h), computed
 // in float32 for float16/bfloat16/float32 and rounded once. The KernelContext side is
 // elementwise_cuda.cc.
 #pragma once

@@ -7,7 +7,7 @@ namespace onnx_amp {
 class KernelRegistry;
 
 void RegisterUnaryMathCpuKernels(KernelRegistry& registry);         // unary_math_cpu.cc
-void RegisterActivationCpuKernels(KernelRegistry& registry);        // activations_cpu.cc
+void RegisterActivationCpuKernels(KernelRegistry& registry);        // activations_cpu.cc, with the fused gradients
 void RegisterBinaryArithmeticCpuKernels(KernelRegistry& registry);  // binary_arith_cpu.cc
 void RegisterLogicCpuKernels(KernelRegistry& registry);             // logic_cpu.cc
 void RegisterCompareCpuKernels(KernelRegistry& registry);           // compare_cpu.cc
@@ -15,6 +15,5 @@ void RegisterVariadicCpuKernels(KernelRegistry& registry);          // variadic_
 void RegisterWhereCpuKernels(KernelRegistry& registry);             // where_cpu.cc
 void RegisterClipCpuKernels(KernelRegistry& registry);              // clip_cpu.cc
 void RegisterCastCpuKernels(KernelRegistry& registry);              // cast_cpu.cc
-void RegisterActivationGradCpuKernels(KernelRegistry& registry);    // activation_grad_cpu.cc (domain ai.onnx_amp)
 
 }  // namespace onnx_amp

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <numbers>
 
+#include "ops/elementwise/activations.h"
 #include "ops/gradient_context.h"
 #include "ops/gradients.h"
 #include "runtime/core/onnx_domain.h"
@@ -138,15 +139,6 @@ Status CastGrad(GradientContext& c) {
   return Status::Ok();
 }
 
-// dX = dY * (X > 0) = dY * (Y > 0)   (fused: ReluGrad)
-// Read from the output: Y > 0 exactly where X > 0 (Y = max(X, 0) keeps NaN), and the
-// input then dies at the Relu, so a Gemm, MatMul or Conv before it folds the Relu in
-// (its ReLU epilogue on the GPU) instead of keeping X alive for the backward pass.
-Status ReluGrad(GradientContext& c) {
-  c.Emit("ReluGrad", {c.GO(0), c.O(0)}, {c.GI(0)}, {}, kOnnxAmpDomain);
-  return Status::Ok();
-}
-
 // dX = dY where X > 0, else alpha * dY
 Status LeakyReluGrad(GradientContext& c) {
   ONNX_AMP_RETURN_IF_ERROR(c.NeedsOpset(9, "Where"));
@@ -157,27 +149,27 @@ Status LeakyReluGrad(GradientContext& c) {
   return Status::Ok();
 }
 
-// dX = dY * Y * (1 - Y)   (fused: SigmoidGrad)
-Status SigmoidGrad(GradientContext& c) {
-  c.Emit("SigmoidGrad", {c.GO(0), c.O(0)}, {c.GI(0)}, {}, kOnnxAmpDomain);
-  return Status::Ok();
-}
-
-// dX = dY * (1 - Y^2)   (fused: TanhGrad)
-Status TanhGrad(GradientContext& c) {
-  c.Emit("TanhGrad", {c.GO(0), c.O(0)}, {c.GI(0)}, {}, kOnnxAmpDomain);
-  return Status::Ok();
-}
-
-// dX = dY * gelu'(X), exact (erf) or tanh approximation   (fused: GeluGrad)
-Status GeluGrad(GradientContext& c) {
-  c.Emit("GeluGrad", {c.GO(0), c.I(0)}, {c.GI(0)}, c.CopyAttributes({"approximate"}), kOnnxAmpDomain);
+// dX = dY * slope(X or Y), one fused op of the activation table (activations.h; the
+// slopes and their formulas are in ops/common/elementwise_math.h).
+Status FusedActivationGrad(GradientContext& c) {
+  const Activation* activation = FindActivation(c.op_type());
+  ONNX_AMP_ASSERT(activation != nullptr && !activation->gradient_op.empty(), "rule registered for a fused activation");
+  std::vector<std::string> attributes;
+  for (std::string_view attribute : activation->attributes) {
+    if (!attribute.empty()) attributes.emplace_back(attribute);
+  }
+  const std::string& value = activation->slope_of == SlopeOf::kInput ? c.I(0) : c.O(0);
+  c.Emit(std::string(activation->gradient_op), {c.GO(0), value}, {c.GI(0)}, c.CopyAttributes(attributes),
+         kOnnxAmpDomain);
   return Status::Ok();
 }
 
 }  // namespace
 
 void RegisterElementwiseGradients(GradientRegistry& registry) {
+  for (const Activation& activation : Activations()) {
+    if (!activation.gradient_op.empty()) registry.Register("", activation.op, FusedActivationGrad);
+  }
   registry.Register("", "Add", AddGrad);
   registry.Register("", "Sub", SubGrad);
   registry.Register("", "Mul", MulGrad);
@@ -192,11 +184,7 @@ void RegisterElementwiseGradients(GradientRegistry& registry) {
   registry.Register("", "Clip", ClipGrad);
   registry.Register("", "Where", WhereGrad);
   registry.Register("", "Cast", CastGrad);
-  registry.Register("", "Relu", ReluGrad);
   registry.Register("", "LeakyRelu", LeakyReluGrad);
-  registry.Register("", "Sigmoid", SigmoidGrad);
-  registry.Register("", "Tanh", TanhGrad);
-  registry.Register("", "Gelu", GeluGrad);
 }
 
 }  // namespace onnx_amp

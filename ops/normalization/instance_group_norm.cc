@@ -2,12 +2,12 @@
 // of C/G channels times the spatial size is normalised with its own mean and variance
 // (two passes), then scaled and shifted per channel. InstanceNormalization is the
 // case G = C. GroupNormalization-18 gives Scale/B per group, -21 per channel.
-#include <cmath>
 #include <string>
 #include <vector>
 
 #include "ops/common/float_compute.h"
 #include "ops/normalization/normalization_kernels.h"
+#include "ops/normalization/row_statistics.h"
 #include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {
@@ -46,15 +46,7 @@ Status RunGroupNorm(KernelContext& context, const Tensor& x, int64_t groups, Ten
   context.threads().ParallelFor(batch * groups, 1, [&](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) {
       const T* values = in + b * block;
-      Acc sum = 0;
-      for (int64_t i = 0; i < block; ++i) sum += LoadValue(values[i]);
-      const Acc mean = sum / static_cast<Acc>(block);
-      Acc squares = 0;
-      for (int64_t i = 0; i < block; ++i) {
-        const Acc d = LoadValue(values[i]) - mean;
-        squares += d * d;
-      }
-      const Acc inv_std = Acc(1) / std::sqrt(squares / static_cast<Acc>(block) + epsilon);
+      const auto [mean, inv_std] = MeanAndInvStd(values, block, epsilon);
       const int64_t first_channel = (b % groups) * group_channels;
       for (int64_t i = 0; i < block; ++i) {
         const int64_t c = first_channel + i / spatial;

@@ -3,12 +3,12 @@
 // scaled and shifted by Scale and B (broadcast to the normalised dims). The optional
 // Mean and InvStdDev outputs have shape [d0, ..., d(axis-1), 1, ..., 1].
 #include <algorithm>
-#include <cmath>
 #include <string>
 #include <vector>
 
 #include "ops/common/float_compute.h"
 #include "ops/normalization/normalization_kernels.h"
+#include "ops/normalization/row_statistics.h"
 #include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {
@@ -60,15 +60,7 @@ Status RunLayerNorm(KernelContext& context, const Tensor& x, int64_t axis, doubl
   context.threads().ParallelFor(rows, 16, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const T* row = in + r * cols;
-      Acc sum = 0;
-      for (int64_t i = 0; i < cols; ++i) sum += LoadValue(row[i]);
-      const Acc mean = sum / static_cast<Acc>(cols);
-      Acc squares = 0;
-      for (int64_t i = 0; i < cols; ++i) {
-        const Acc d = LoadValue(row[i]) - mean;
-        squares += d * d;
-      }
-      const Acc inv_std = Acc(1) / std::sqrt(squares / static_cast<Acc>(cols) + static_cast<Acc>(epsilon));
+      const auto [mean, inv_std] = MeanAndInvStd(row, cols, static_cast<Acc>(epsilon));
       for (int64_t i = 0; i < cols; ++i) {
         const Acc normalized = (LoadValue(row[i]) - mean) * inv_std;
         out[r * cols + i] = StoreValue<T>(normalized * scale[i] + (bias.empty() ? Acc(0) : bias[i]));

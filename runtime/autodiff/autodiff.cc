@@ -164,6 +164,90 @@ int64_t OpsetOf(const OpsetMap& opsets, const std::string& domain) {
   return it == opsets.end() ? 0 : it->second;
 }
 
+// The float32 seed input `seed` as a value of the loss's dtype and shape (loss scaling
+// feeds the scale in float32): Cast and Reshape nodes appended to `backward` as needed.
+std::string SeedValue(const std::string& seed, const ValueInfo& loss, NameTable& names,
+                      std::vector<onnx::NodeProto>& backward) {
+  std::string seed_value = seed;
+  if (loss.dtype != DType::kFloat32) {
+    const std::string cast = names.Fresh(seed + "_cast");
+    backward.push_back(MakeNode(names, "Cast", {seed_value}, {cast},
+                                {MakeAttribute("to", static_cast<int64_t>(ToOnnx(loss.dtype)))}));
+    seed_value = cast;
+  }
+  if (loss.shape && !loss.shape->dims.empty()) {
+    onnx::TensorProto shape;
+    shape.set_data_type(onnx::TensorProto::INT64);
+    shape.add_dims(static_cast<int64_t>(loss.shape->dims.size()));
+    for (int64_t dim : loss.shape->dims) shape.add_int64_data(dim);
+    const std::string shape_value = names.Fresh(seed + "_shape");
+    backward.push_back(MakeNode(names, "Constant", {}, {shape_value}, {MakeAttribute("value", shape)}));
+    const std::string reshaped = names.Fresh(seed + "_reshaped");
+    backward.push_back(MakeNode(names, "Reshape", {seed_value, shape_value}, {reshaped}));
+    seed_value = reshaped;
+  }
+  return seed_value;
+}
+
+// Appends Shape and ConstantOfShape nodes writing zeros shaped like `parameter` into `grad`.
+Status AppendZeroGradient(const GraphView& graph, const std::string& parameter, const std::string& grad,
+                          int64_t default_opset, NameTable& names, std::vector<onnx::NodeProto>& backward) {
+  if (default_opset < 9) {
+    return Unsupported("the loss does not depend on parameter '" + parameter +
+                       "', whose zero gradient needs opset >= 9 (ConstantOfShape); " + UpgradeOpsetHint(9));
+  }
+  const DType dtype = graph.FindValue(parameter)->dtype;
+  onnx::TensorProto zero;
+  zero.set_data_type(ToOnnx(dtype));
+  zero.add_dims(1);
+  zero.set_raw_data(std::string(DTypeSize(dtype), '\0'));
+  const std::string shape = names.Fresh(parameter + "_shape");
+  backward.push_back(MakeNode(names, "Shape", {parameter}, {shape}));
+  backward.push_back(MakeNode(names, "ConstantOfShape", {shape}, {grad}, {MakeAttribute("value", zero)}));
+  return Status::Ok();
+}
+
+// Gives the gradient model its seed input, its outputs (the loss, the parameter
+// gradients, and the other forward outputs when asked) and the opset imports of the
+// domains its nodes use, then runs the ONNX checker on it.
+Status FinishGradientModel(onnx::ModelProto& result, const GraphView& graph, const GradientPlan& plan,
+                           const std::string& seed, const std::vector<std::string>& parameter_grads,
+                           const std::set<std::string>& used_domains, const AutodiffOptions& options) {
+  onnx::GraphProto& out_graph = *result.mutable_graph();
+  onnx::ValueInfoProto* seed_input = out_graph.add_input();
+  SetTensorType(*seed_input, seed, DType::kFloat32, ValueShape{});
+
+  std::vector<onnx::ValueInfoProto> forward_outputs(out_graph.output().begin(), out_graph.output().end());
+  out_graph.clear_output();
+  for (const onnx::ValueInfoProto& output : forward_outputs) {
+    if (output.name() == plan.loss) *out_graph.add_output() = output;
+  }
+  for (size_t i = 0; i < plan.parameters.size(); ++i) {
+    const ValueInfo* info = graph.FindValue(plan.parameters[i]);
+    SetTensorType(*out_graph.add_output(), parameter_grads[i], info->dtype, info->shape);
+  }
+  if (options.keep_forward_outputs) {
+    for (const onnx::ValueInfoProto& output : forward_outputs) {
+      if (output.name() != plan.loss) *out_graph.add_output() = output;
+    }
+  }
+  for (const std::string& domain : used_domains) {
+    bool imported = false;
+    for (const onnx::OperatorSetIdProto& opset : result.opset_import()) imported = imported || opset.domain() == domain;
+    if (imported) continue;
+    onnx::OperatorSetIdProto* opset = result.add_opset_import();
+    opset->set_domain(domain);
+    opset->set_version(1);
+  }
+
+  try {
+    onnx::checker::check_model(result);
+  } catch (const std::exception& e) {
+    return InternalError(std::string("the gradient graph fails the ONNX checker: ") + e.what());
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Expected<onnx::ModelProto> BuildGradientModel(const onnx::ModelProto& forward, const AutodiffOptions& options) {
@@ -196,27 +280,7 @@ Expected<onnx::ModelProto> BuildGradientModel(const onnx::ModelProto& forward, c
   std::set<std::string> used_domains;
   std::map<std::string, std::vector<std::string>> contributions;
 
-  // The seed is float32 (loss scaling feeds the scale); it takes the loss's dtype and shape.
-  const ValueInfo* loss_info = graph.FindValue(plan.loss);
-  std::string seed_value = seed;
-  if (loss_info->dtype != DType::kFloat32) {
-    const std::string cast = names.Fresh(seed + "_cast");
-    backward.push_back(MakeNode(names, "Cast", {seed_value}, {cast},
-                                {MakeAttribute("to", static_cast<int64_t>(ToOnnx(loss_info->dtype)))}));
-    seed_value = cast;
-  }
-  if (loss_info->shape && !loss_info->shape->dims.empty()) {
-    onnx::TensorProto shape;
-    shape.set_data_type(onnx::TensorProto::INT64);
-    shape.add_dims(static_cast<int64_t>(loss_info->shape->dims.size()));
-    for (int64_t dim : loss_info->shape->dims) shape.add_int64_data(dim);
-    const std::string shape_value = names.Fresh(seed + "_shape");
-    backward.push_back(MakeNode(names, "Constant", {}, {shape_value}, {MakeAttribute("value", shape)}));
-    const std::string reshaped = names.Fresh(seed + "_reshaped");
-    backward.push_back(MakeNode(names, "Reshape", {seed_value, shape_value}, {reshaped}));
-    seed_value = reshaped;
-  }
-  contributions[plan.loss].push_back(seed_value);
+  contributions[plan.loss].push_back(SeedValue(seed, *graph.FindValue(plan.loss), names, backward));
 
   // The gradient of `value` from its contributions: "" for none, else one name.
   auto gradient_of = [&](const std::string& value, const std::string& target) -> std::string {
@@ -261,53 +325,12 @@ Expected<onnx::ModelProto> BuildGradientModel(const onnx::ModelProto& forward, c
     const std::string& parameter = plan.parameters[i];
     if (!gradient_of(parameter, parameter_grads[i]).empty()) continue;
     // The loss does not depend on this parameter: its gradient is zero.
-    if (default_opset < 9) {
-      return Unsupported("the loss does not depend on parameter '" + parameter +
-                         "', whose zero gradient needs opset >= 9 (ConstantOfShape); " + UpgradeOpsetHint(9));
-    }
-    const DType dtype = graph.FindValue(parameter)->dtype;
-    onnx::TensorProto zero;
-    zero.set_data_type(ToOnnx(dtype));
-    zero.add_dims(1);
-    zero.set_raw_data(std::string(DTypeSize(dtype), '\0'));
-    const std::string shape = names.Fresh(parameter + "_shape");
-    backward.push_back(MakeNode(names, "Shape", {parameter}, {shape}));
-    backward.push_back(
-        MakeNode(names, "ConstantOfShape", {shape}, {parameter_grads[i]}, {MakeAttribute("value", zero)}));
+    ONNX_AMP_RETURN_IF_ERROR(
+        AppendZeroGradient(graph, parameter, parameter_grads[i], default_opset, names, backward));
   }
 
   for (onnx::NodeProto& node : backward) *out_graph.add_node() = std::move(node);
-  onnx::ValueInfoProto* seed_input = out_graph.add_input();
-  SetTensorType(*seed_input, seed, DType::kFloat32, ValueShape{});
-
-  std::vector<onnx::ValueInfoProto> forward_outputs(out_graph.output().begin(), out_graph.output().end());
-  out_graph.clear_output();
-  for (const onnx::ValueInfoProto& output : forward_outputs) {
-    if (output.name() == plan.loss) *out_graph.add_output() = output;
-  }
-  for (size_t i = 0; i < plan.parameters.size(); ++i) {
-    const ValueInfo* info = graph.FindValue(plan.parameters[i]);
-    SetTensorType(*out_graph.add_output(), parameter_grads[i], info->dtype, info->shape);
-  }
-  if (options.keep_forward_outputs) {
-    for (const onnx::ValueInfoProto& output : forward_outputs) {
-      if (output.name() != plan.loss) *out_graph.add_output() = output;
-    }
-  }
-  for (const std::string& domain : used_domains) {
-    bool imported = false;
-    for (const onnx::OperatorSetIdProto& opset : result.opset_import()) imported = imported || opset.domain() == domain;
-    if (imported) continue;
-    onnx::OperatorSetIdProto* opset = result.add_opset_import();
-    opset->set_domain(domain);
-    opset->set_version(1);
-  }
-
-  try {
-    onnx::checker::check_model(result);
-  } catch (const std::exception& e) {
-    return InternalError(std::string("the gradient graph fails the ONNX checker: ") + e.what());
-  }
+  ONNX_AMP_RETURN_IF_ERROR(FinishGradientModel(result, graph, plan, seed, parameter_grads, used_domains, options));
   return result;
 }
 

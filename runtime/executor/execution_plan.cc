@@ -3,9 +3,9 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
-#include <limits>
 #include <optional>
 
+#include "ops/common/fused_activation.h"
 #include "ops/kernel_registry.h"
 #include "runtime/core/float16.h"
 #include "runtime/core/onnx_domain.h"
@@ -48,13 +48,6 @@ int SlotForRead(GraphPlan& plan, const std::string& name) {
   return slot >= 0 ? slot : AddSlot(plan, name, SlotKind::kOuterScope);
 }
 
-std::optional<float> FloatAttribute(const onnx::NodeProto& node, const std::string& name) {
-  for (const onnx::AttributeProto& attr : node.attribute()) {
-    if (attr.name() == name && attr.type() == onnx::AttributeProto::FLOAT) return attr.f();
-  }
-  return std::nullopt;
-}
-
 // The value of a scalar float32/float16/bfloat16 initializer as float (exact); nullopt
 // for anything else (float64 bounds compute in double and stay unfused).
 std::optional<float> ScalarInitializer(const GraphPlan& plan, int slot) {
@@ -88,38 +81,8 @@ std::optional<float> ScalarInitializer(const GraphPlan& plan, int slot) {
 // The activation `step` computes, in the form a Conv/Gemm/MatMul kernel folds; nullopt
 // for other ops and for Clip bounds that are not constant.
 std::optional<FusedActivation> ActivationOf(const GraphPlan& plan, const PlanStep& step) {
-  const onnx::NodeProto& node = *step.node;
-  if (!IsOnnxDomain(node.domain())) return std::nullopt;
   if (step.outputs.size() != 1 || step.outputs[0] < 0 || !step.subgraphs.empty()) return std::nullopt;
-  FusedActivation activation;
-  if (node.op_type() == "Relu" && step.inputs.size() == 1) {
-    activation.kind = FusedActivationKind::kRelu;
-    return activation;
-  }
-  if (node.op_type() == "LeakyRelu" && step.inputs.size() == 1) {
-    activation.kind = FusedActivationKind::kLeakyRelu;
-    activation.alpha = FloatAttribute(node, "alpha").value_or(0.01f);
-    return activation;
-  }
-  if (node.op_type() != "Clip") return std::nullopt;
-  // A missing bound leaves that side open, as the Clip kernel does.
-  activation.kind = FusedActivationKind::kClip;
-  activation.alpha = -std::numeric_limits<float>::infinity();
-  activation.beta = std::numeric_limits<float>::infinity();
-  if (step.opset < 11) {
-    if (step.inputs.size() != 1) return std::nullopt;
-    activation.alpha = FloatAttribute(node, "min").value_or(activation.alpha);
-    activation.beta = FloatAttribute(node, "max").value_or(activation.beta);
-    return activation;
-  }
-  if (step.inputs.empty() || step.inputs.size() > 3) return std::nullopt;
-  for (size_t i = 1; i < step.inputs.size(); ++i) {
-    if (step.inputs[i] < 0) continue;
-    const std::optional<float> bound = ScalarInitializer(plan, step.inputs[i]);
-    if (!bound) return std::nullopt;
-    (i == 1 ? activation.alpha : activation.beta) = *bound;
-  }
-  return activation;
+  return FusableActivation(*step.node, step.opset, [&](int input) { return ScalarInitializer(plan, step.inputs[input]); });
 }
 
 // Folds each activation step whose input is output 0 of a step with a fusing kernel,

@@ -6,16 +6,17 @@
 #include "runtime/io/file_bytes.h"
 
 namespace onnx_amp {
-namespace {
 
-nlohmann::json Number(double value) {
+nlohmann::json JsonNumber(double value) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
   return value;
 }
 
+namespace {
+
 nlohmann::json OptionalNumber(const std::optional<double>& value) {
-  return value ? Number(*value) : nlohmann::json(nullptr);
+  return value ? JsonNumber(*value) : nlohmann::json(nullptr);
 }
 
 nlohmann::json TensorToJson(const TensorComparison& t) {
@@ -27,24 +28,24 @@ nlohmann::json TensorToJson(const TensorComparison& t) {
       {"reference_dtype", std::string(DTypeName(t.reference_dtype))},
       {"mixed_dtype", std::string(DTypeName(t.mixed_dtype))},
       {"passed", t.passed},
-      {"rtol", Number(t.tolerance.rtol)},
-      {"atol", Number(t.tolerance.atol)},
+      {"rtol", JsonNumber(t.tolerance.rtol)},
+      {"atol", JsonNumber(t.tolerance.atol)},
       {"worst_sample", t.worst_sample},
       {"count", m.count},
       {"violations", m.violations},
       {"worst_index", m.worst_index},
-      {"max_abs_error", Number(m.max_abs_error)},
-      {"max_rel_error", Number(m.max_rel_error)},
-      {"mean_rel_error", Number(m.mean_rel_error)},
-      {"rel_l2_error", Number(m.rel_l2_error)},
-      {"cosine_similarity", Number(m.cosine_similarity)},
+      {"max_abs_error", JsonNumber(m.max_abs_error)},
+      {"max_rel_error", JsonNumber(m.max_rel_error)},
+      {"mean_rel_error", JsonNumber(m.mean_rel_error)},
+      {"rel_l2_error", JsonNumber(m.rel_l2_error)},
+      {"cosine_similarity", JsonNumber(m.cosine_similarity)},
       {"reference_non_finite", m.reference_non_finite},
       {"mixed_non_finite", m.candidate_non_finite},
-      {"reference_max_abs", Number(m.reference_max_abs)},
-      {"mixed_max_abs", Number(m.candidate_max_abs)},
-      {"float16_headroom", Number(m.float16_headroom)},
-      {"reference_range", {Number(t.reference_min), Number(t.reference_max)}},
-      {"mixed_range", {Number(t.mixed_min), Number(t.mixed_max)}},
+      {"reference_max_abs", JsonNumber(m.reference_max_abs)},
+      {"mixed_max_abs", JsonNumber(m.candidate_max_abs)},
+      {"float16_headroom", JsonNumber(m.float16_headroom)},
+      {"reference_range", {JsonNumber(t.reference_min), JsonNumber(t.reference_max)}},
+      {"mixed_range", {JsonNumber(t.mixed_min), JsonNumber(t.mixed_max)}},
       {"top1_agreement", OptionalNumber(m.top1_agreement)},
       {"top5_agreement", OptionalNumber(m.top5_agreement)},
   };
@@ -87,11 +88,11 @@ nlohmann::json ValidationReportToJson(const ValidationReport& report) {
     for (const std::string& name : d.inputs) {
       const TensorComparison* t = report.Find(name);
       nlohmann::json input = {{"name", name}};
-      input["max_abs_error"] = t ? Number(t->metrics.max_abs_error) : nlohmann::json(nullptr);
-      input["rel_l2_error"] = t ? Number(t->metrics.rel_l2_error) : nlohmann::json(nullptr);
+      input["max_abs_error"] = t ? JsonNumber(t->metrics.max_abs_error) : nlohmann::json(nullptr);
+      input["rel_l2_error"] = t ? JsonNumber(t->metrics.rel_l2_error) : nlohmann::json(nullptr);
       input["reference_range"] =
-          t ? nlohmann::json{Number(t->reference_min), Number(t->reference_max)} : nlohmann::json(nullptr);
-      input["mixed_range"] = t ? nlohmann::json{Number(t->mixed_min), Number(t->mixed_max)} : nlohmann::json(nullptr);
+          t ? nlohmann::json{JsonNumber(t->reference_min), JsonNumber(t->reference_max)} : nlohmann::json(nullptr);
+      input["mixed_range"] = t ? nlohmann::json{JsonNumber(t->mixed_min), JsonNumber(t->mixed_max)} : nlohmann::json(nullptr);
       inputs.push_back(input);
     }
     json["first_divergence"] = {{"node", d.node},     {"op_type", d.op_type},

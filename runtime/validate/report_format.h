@@ -41,6 +41,10 @@ namespace onnx_amp {
 
 inline constexpr const char* kValidationSchema = "onnx-amp.validation/1";
 
+// `value` as a JSON number, or as "inf", "-inf" or "nan" (JSON has no such numbers);
+// every report the tools write spells numbers this way.
+nlohmann::json JsonNumber(double value);
+
 nlohmann::json ValidationReportToJson(const ValidationReport& report);
 std::string FormatValidationReport(const ValidationReport& report);
 // The one-line summary of a failed validation: the first failing output and the first

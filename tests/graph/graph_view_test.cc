@@ -1,5 +1,6 @@
 // GraphView on hand-built models: producers and consumers, stable topological order,
-// subgraphs with outer-scope reads, element types, and structural errors.
+// subgraphs with outer-scope reads and element types. Structural errors:
+// graph_view_errors_test.cc.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
@@ -11,120 +12,13 @@
 
 #include "runtime/core/limits.h"
 #include "runtime/graph/graph_view.h"
+#include "tests/graph/graph_test_util.h"
 
 namespace onnx_amp {
 namespace {
 
 using ::testing::HasSubstr;
-
-constexpr int kFloat = onnx::TensorProto::FLOAT;
-constexpr int kFloat16 = onnx::TensorProto::FLOAT16;
-constexpr int kInt64 = onnx::TensorProto::INT64;
-constexpr int kBool = onnx::TensorProto::BOOL;
-
-// A dimension: a number, or a symbolic name.
-struct Dim {
-  Dim(int64_t value) : value(value) {}
-  Dim(const char* param) : param(param) {}
-  int64_t value = -1;
-  std::string param;
-};
-
-onnx::ValueInfoProto TensorInfo(const std::string& name, int elem_type, std::initializer_list<Dim> dims) {
-  onnx::ValueInfoProto info;
-  info.set_name(name);
-  auto* tensor = info.mutable_type()->mutable_tensor_type();
-  tensor->set_elem_type(elem_type);
-  auto* shape = tensor->mutable_shape();
-  for (const Dim& dim : dims) {
-    if (dim.param.empty()) {
-      shape->add_dim()->set_dim_value(dim.value);
-    } else {
-      shape->add_dim()->set_dim_param(dim.param);
-    }
-  }
-  return info;
-}
-
-onnx::ValueInfoProto UntypedInfo(const std::string& name) {
-  onnx::ValueInfoProto info;
-  info.set_name(name);
-  return info;
-}
-
-onnx::NodeProto* AddNode(onnx::GraphProto& graph, const std::string& op_type, const std::string& name,
-                         std::initializer_list<std::string> inputs, std::initializer_list<std::string> outputs,
-                         const std::string& domain = "") {
-  onnx::NodeProto* node = graph.add_node();
-  node->set_op_type(op_type);
-  node->set_name(name);
-  node->set_domain(domain);
-  for (const std::string& input : inputs) node->add_input(input);
-  for (const std::string& output : outputs) node->add_output(output);
-  return node;
-}
-
-void AddIntAttribute(onnx::NodeProto& node, const std::string& name, int64_t value) {
-  onnx::AttributeProto* attribute = node.add_attribute();
-  attribute->set_name(name);
-  attribute->set_type(onnx::AttributeProto::INT);
-  attribute->set_i(value);
-}
-
-void AddGraphAttribute(onnx::NodeProto& node, const std::string& name, const onnx::GraphProto& graph) {
-  onnx::AttributeProto* attribute = node.add_attribute();
-  attribute->set_name(name);
-  attribute->set_type(onnx::AttributeProto::GRAPH);
-  *attribute->mutable_g() = graph;
-}
-
-void AddTensorAttribute(onnx::NodeProto& node, const std::string& name, int elem_type) {
-  onnx::AttributeProto* attribute = node.add_attribute();
-  attribute->set_name(name);
-  attribute->set_type(onnx::AttributeProto::TENSOR);
-  attribute->mutable_t()->set_data_type(elem_type);
-  attribute->mutable_t()->add_dims(1);
-  if (elem_type == onnx::TensorProto::DOUBLE) {
-    attribute->mutable_t()->add_double_data(0.0);
-  } else {
-    attribute->mutable_t()->add_int32_data(0);
-  }
-}
-
-void AddFloatInitializer(onnx::GraphProto& graph, const std::string& name, std::initializer_list<int64_t> dims) {
-  onnx::TensorProto* tensor = graph.add_initializer();
-  tensor->set_name(name);
-  tensor->set_data_type(kFloat);
-  int64_t count = 1;
-  for (int64_t dim : dims) {
-    tensor->add_dims(dim);
-    count *= dim;
-  }
-  for (int64_t i = 0; i < count; ++i) tensor->add_float_data(static_cast<float>(i));
-}
-
-onnx::ModelProto MakeModel(const onnx::GraphProto& graph, int64_t opset = 17) {
-  onnx::ModelProto model;
-  model.set_ir_version(8);
-  onnx::OperatorSetIdProto* import = model.add_opset_import();
-  import->set_domain("");
-  import->set_version(opset);
-  *model.mutable_graph() = graph;
-  return model;
-}
-
-std::unique_ptr<ModelView> BuildOrDie(const onnx::ModelProto& model) {
-  Expected<std::unique_ptr<ModelView>> view = BuildModelView(model);
-  EXPECT_TRUE(view.ok()) << view.status().message();
-  if (!view.ok()) return nullptr;
-  return std::move(view).value();
-}
-
-bool HasUse(const ValueInfo& value, int node, int input_index) {
-  return std::any_of(value.uses.begin(), value.uses.end(), [&](const ValueUse& use) {
-    return use.node == node && use.input_index == input_index;
-  });
-}
+using namespace graph_test;
 
 TEST(GraphViewTest, ProducersAndConsumers) {
   onnx::GraphProto graph;
@@ -210,15 +104,6 @@ TEST(GraphViewTest, LargeReversedChainSorts) {
   ASSERT_EQ(order.size(), static_cast<size_t>(kNodes));
   for (int i = 0; i < kNodes; ++i) ASSERT_EQ(order[i], kNodes - 1 - i);
   EXPECT_EQ(view->main_graph().ValueType("v" + std::to_string(kNodes)), DType::kFloat32);
-}
-
-onnx::GraphProto IfBranch(const std::string& name, const std::string& op_type, const std::string& outer_value,
-                          const std::string& output) {
-  onnx::GraphProto branch;
-  branch.set_name(name);
-  AddNode(branch, op_type, name + "_node", {outer_value}, {output});
-  *branch.add_output() = UntypedInfo(output);
-  return branch;
 }
 
 // `depth` If nodes, each in the then_branch of the one before; every branch reads the
@@ -536,95 +421,6 @@ TEST(GraphViewTest, FallbackRulesWhenInferenceIsSilent) {
   EXPECT_EQ(body.ValueType("cond_out"), DType::kBool);
   EXPECT_EQ(body.ValueType("acc_out"), DType::kFloat32);
   EXPECT_EQ(main.ValueType("acc_final"), DType::kFloat32);
-}
-
-TEST(GraphViewTest, UndefinedValueIsAnError) {
-  onnx::GraphProto graph;
-  graph.set_name("main");
-  *graph.add_input() = TensorInfo("x", kFloat, {2});
-  AddNode(graph, "Add", "bad_add", {"x", "ghost"}, {"y"});
-  *graph.add_output() = UntypedInfo("y");
-  const Expected<std::unique_ptr<ModelView>> view = BuildModelView(MakeModel(graph));
-  ASSERT_FALSE(view.ok());
-  EXPECT_EQ(view.status().code(), ErrorCode::kInvalidModel);
-  EXPECT_THAT(view.status().message(), HasSubstr("graph 'main'"));
-  EXPECT_THAT(view.status().message(), HasSubstr("node 'bad_add' (Add)"));
-  EXPECT_THAT(view.status().message(), HasSubstr("'ghost'"));
-}
-
-TEST(GraphViewTest, UndefinedValueInSubgraphNamesTheSubgraph) {
-  onnx::GraphProto graph;
-  graph.set_name("main");
-  *graph.add_input() = TensorInfo("cond", kBool, {});
-  onnx::NodeProto* if_node = AddNode(graph, "If", "if", {"cond"}, {"y"});
-  AddGraphAttribute(*if_node, "then_branch", IfBranch("then", "Neg", "ghost", "then_out"));
-  AddGraphAttribute(*if_node, "else_branch", IfBranch("else", "Neg", "ghost", "else_out"));
-  *graph.add_output() = UntypedInfo("y");
-  const Expected<std::unique_ptr<ModelView>> view = BuildModelView(MakeModel(graph));
-  ASSERT_FALSE(view.ok());
-  EXPECT_THAT(view.status().message(), HasSubstr("graph 'main/if.then_branch'"));
-  EXPECT_THAT(view.status().message(), HasSubstr("node 'then_node' (Neg)"));
-}
-
-TEST(GraphViewTest, CycleIsAnErrorNamingItsNodes) {
-  onnx::GraphProto graph;
-  graph.set_name("main");
-  *graph.add_input() = TensorInfo("x", kFloat, {2});
-  AddNode(graph, "Relu", "entry", {"x"}, {"a"});
-  AddNode(graph, "Add", "left", {"a", "c"}, {"b"});
-  AddNode(graph, "Neg", "right", {"b"}, {"c"});
-  AddNode(graph, "Abs", "after", {"c"}, {"d"});
-  *graph.add_output() = UntypedInfo("d");
-  const Expected<std::unique_ptr<ModelView>> view = BuildModelView(MakeModel(graph));
-  ASSERT_FALSE(view.ok());
-  EXPECT_EQ(view.status().code(), ErrorCode::kInvalidModel);
-  const std::string& message = view.status().message();
-  EXPECT_THAT(message, HasSubstr("cycle"));
-  EXPECT_THAT(message, HasSubstr("node 'left' (Add)"));
-  EXPECT_THAT(message, HasSubstr("node 'right' (Neg)"));
-  // Only the nodes on the cycle are named, not those merely downstream of it.
-  EXPECT_THAT(message, ::testing::Not(HasSubstr("'after'")));
-  EXPECT_THAT(message, ::testing::Not(HasSubstr("'entry'")));
-}
-
-TEST(GraphViewTest, SelfLoopIsACycle) {
-  onnx::GraphProto graph;
-  *graph.add_input() = TensorInfo("x", kFloat, {2});
-  AddNode(graph, "Add", "", {"x", "y"}, {"y"});
-  *graph.add_output() = UntypedInfo("y");
-  const Expected<std::unique_ptr<ModelView>> view = BuildModelView(MakeModel(graph));
-  ASSERT_FALSE(view.ok());
-  EXPECT_THAT(view.status().message(), HasSubstr("cycle: node #0 (Add) -> node #0 (Add)"));
-}
-
-TEST(GraphViewTest, ValueProducedTwiceIsAnError) {
-  onnx::GraphProto graph;
-  graph.set_name("main");
-  *graph.add_input() = TensorInfo("x", kFloat, {2});
-  AddNode(graph, "Relu", "first", {"x"}, {"y"});
-  AddNode(graph, "Neg", "second", {"x"}, {"y"});
-  *graph.add_output() = UntypedInfo("y");
-  const Expected<std::unique_ptr<ModelView>> view = BuildModelView(MakeModel(graph));
-  ASSERT_FALSE(view.ok());
-  EXPECT_THAT(view.status().message(), HasSubstr("node 'second' (Neg) produces 'y'"));
-  EXPECT_THAT(view.status().message(), HasSubstr("node 'first' (Relu)"));
-
-  onnx::GraphProto shadow;
-  *shadow.add_input() = TensorInfo("x", kFloat, {2});
-  AddNode(shadow, "Relu", "overwrite", {"x"}, {"x"});
-  const Expected<std::unique_ptr<ModelView>> shadow_view = BuildModelView(MakeModel(shadow));
-  ASSERT_FALSE(shadow_view.ok());
-  EXPECT_THAT(shadow_view.status().message(), HasSubstr("already produced by graph input"));
-}
-
-TEST(GraphViewTest, UndefinedGraphOutputIsAnError) {
-  onnx::GraphProto graph;
-  graph.set_name("main");
-  *graph.add_input() = TensorInfo("x", kFloat, {2});
-  *graph.add_output() = UntypedInfo("nowhere");
-  const Expected<std::unique_ptr<ModelView>> view = BuildModelView(MakeModel(graph));
-  ASSERT_FALSE(view.ok());
-  EXPECT_THAT(view.status().message(), HasSubstr("graph output 'nowhere'"));
 }
 
 }  // namespace

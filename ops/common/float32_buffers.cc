@@ -1,4 +1,4 @@
-#include "ops/common/float_compute.h"
+#include "ops/common/float32_buffers.h"
 
 #include <cstring>
 

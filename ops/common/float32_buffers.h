@@ -1,0 +1,32 @@
+// float32 copies of float32, float16 and bfloat16 tensors and the one rounding back,
+// for kernels that compute on whole float32 buffers (the fused gradients among them).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "runtime/core/dtype.h"
+#include "runtime/core/status.h"
+#include "runtime/core/tensor.h"
+#include "runtime/exec/kernel.h"
+
+namespace onnx_amp {
+
+// The elements of a float32, float16 or bfloat16 tensor as float32 (float32 tensors
+// are copied too, so callers may modify the result).
+std::vector<float> ToFloat32(const Tensor& tensor);
+// Rounds float32 values once into a float32, float16 or bfloat16 tensor.
+void StoreFromFloat32(const float* values, Tensor& out);
+// The same for elements [begin, end) only (values indexed like out).
+void StoreFromFloat32Range(const float* values, Tensor& out, int64_t begin, int64_t end);
+
+// For the fused gradient kernels, which read float32, float16 and bfloat16 tensors as
+// float32 and round each output element once to the dtype of dY.
+// Input `index`, present and of a float32/float16/bfloat16 type.
+Expected<const Tensor*> FloatInput(const KernelContext& context, int index);
+// Allocates output `index` with `dtype` and `shape`, and stores float32 `values` in it
+// (one rounding); does nothing when the output is omitted or unused.
+Status WriteOutput(KernelContext& context, int index, DType dtype, const Shape& shape,
+                   const std::vector<float>& values);
+
+}  // namespace onnx_amp
