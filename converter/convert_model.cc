@@ -7,11 +7,7 @@
 #include "converter/opset_upgrade.h"
 #include "converter/paint.h"
 #include "converter/paint_seeds.h"
-#include "converter/passes/convert_initializers.h"
-#include "converter/passes/insert_casts.h"
-#include "converter/passes/retarget_casts.h"
-#include "converter/passes/retype_values.h"
-#include "converter/passes/rewrite_attributes.h"
+#include "converter/passes/pass_list.h"
 #include "converter/passes/unique_names.h"
 #include "converter/verify_output.h"
 #include "runtime/onnx/external_data.h"
@@ -75,11 +71,8 @@ Status PaintAndRewrite(ConvertResult& result, const ConvertOptions& options, Set
 
   if (IsLowPrecision(plan.low_type)) {  // the float32 policy paints nothing
     UniqueNames names(result.model);
-    RetargetCasts(plan, report);
-    ONNX_AMP_RETURN_IF_ERROR(RewriteAttributes(plan, report));
-    ONNX_AMP_RETURN_IF_ERROR(ConvertInitializers(plan, names, report, result.streamed));
-    ONNX_AMP_RETURN_IF_ERROR(InsertCasts(plan, names, report));
-    RetypeValues(plan);
+    PassContext context{plan, names, report, result.streamed};
+    ONNX_AMP_RETURN_IF_ERROR(RunConversionPasses(context));
   }
   return Status::Ok();
 }

@@ -1,7 +1,6 @@
 // ConvertModel: the conversion pipeline. Checks the input (the ONNX checker), settles
 // the output opset and infers types (opset_upgrade.h), paints (paint.h), runs the passes
-// (converter/passes/, in this order: retarget_casts, rewrite_attributes,
-// convert_initializers, insert_casts, retype_values) and verifies the result before
+// (converter/passes/pass_list.h, which gives their order) and verifies the result before
 // anyone writes it (verify_output.h: by default what conversion can break, in linear
 // time; `full` adds ONNX's checker and strict shape inference).
 //

@@ -86,8 +86,9 @@ __attribute__((target_clones("avx2", "default"))) void ConvertChunkToLow(const f
   }
 }
 
-Status ConvertInitializers(ConversionPlan& plan, UniqueNames& names, ConversionReport& report,
-                           StreamedInitializers& streamed) {
+Status ConvertInitializers(PassContext& context) {
+  ConversionPlan& plan = context.plan;
+  ConversionReport& report = context.report;
   const DType low = plan.low_type;
   // Readers of each initializer, keyed by the initializer's own name (its storage stays
   // put while copies are appended).
@@ -130,7 +131,7 @@ Status ConvertInitializers(ConversionPlan& plan, UniqueNames& names, ConversionR
       if (!any_low) continue;
 
       if (!any_other && external) {
-        StreamToLow(init, low, init.name(), streamed);
+        StreamToLow(init, low, init.name(), context.streamed);
         plan.value_types[init.name()] = low;
         ++report.initializers_converted;
         continue;
@@ -143,9 +144,9 @@ Status ConvertInitializers(ConversionPlan& plan, UniqueNames& names, ConversionR
         continue;
       }
       onnx::TensorProto copy = init;
-      copy.set_name(names.Take(init.name() + "_amp_" + std::string(DTypeName(low))));
+      copy.set_name(context.names.Take(init.name() + "_amp_" + std::string(DTypeName(low))));
       if (external) {
-        StreamToLow(copy, low, init.name(), streamed);
+        StreamToLow(copy, low, init.name(), context.streamed);
       } else {
         ONNX_AMP_ASSIGN_OR_RETURN(ClampedTensor record, ConvertTensorToLow(copy, low));
         record.name = init.name();

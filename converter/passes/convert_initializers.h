@@ -16,10 +16,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "converter/passes/unique_names.h"
-#include "converter/plan.h"
-#include "converter/report.h"
-#include "runtime/core/status.h"
+#include "converter/passes/pass_context.h"
 #include "runtime/onnx/external_stream.h"
 
 namespace onnx_amp {
@@ -30,8 +27,7 @@ struct StreamedInitializers {
   std::vector<std::shared_ptr<ClampedTensor>> records;         // complete once written
 };
 
-Status ConvertInitializers(ConversionPlan& plan, UniqueNames& names, ConversionReport& report,
-                           StreamedInitializers& streamed);
+Status ConvertInitializers(PassContext& context);
 
 // Converts `count` float32 values to `low` as ConvertTensorToLow does (float16 clamps
 // and counts into `record`), for one chunk of a tensor.

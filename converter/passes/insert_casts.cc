@@ -185,8 +185,8 @@ class CastInserter {
 
 }  // namespace
 
-Status InsertCasts(ConversionPlan& plan, UniqueNames& names, ConversionReport& report) {
-  return CastInserter(plan, names, report).Run();
+Status InsertCasts(PassContext& context) {
+  return CastInserter(context.plan, context.names, context.report).Run();
 }
 
 }  // namespace onnx_amp

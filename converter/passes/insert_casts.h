@@ -12,15 +12,12 @@
 // has no type inference, a value_info entry declares each new value's dtype.
 #pragma once
 
-#include "converter/passes/unique_names.h"
-#include "converter/plan.h"
-#include "converter/report.h"
-#include "runtime/core/status.h"
+#include "converter/passes/pass_context.h"
 
 namespace onnx_amp {
 
 inline constexpr const char* kAmpCastTag = "onnx-amp:cast";
 
-Status InsertCasts(ConversionPlan& plan, UniqueNames& names, ConversionReport& report);
+Status InsertCasts(PassContext& context);
 
 }  // namespace onnx_amp

@@ -4,7 +4,8 @@
 
 namespace onnx_amp {
 
-void RetargetCasts(ConversionPlan& plan, ConversionReport& report) {
+Status RetargetCasts(PassContext& context) {
+  ConversionPlan& plan = context.plan;
   for (const onnx::NodeProto* const_node : plan.node_order) {
     const NodePlan& node_plan = plan.nodes.at(const_node);
     if (const_node->op_type() != "Cast" || !const_node->domain().empty()) continue;
@@ -13,9 +14,10 @@ void RetargetCasts(ConversionPlan& plan, ConversionReport& report) {
     for (auto& attr : *node->mutable_attribute()) {
       if (attr.name() != "to" || attr.i() != ToOnnx(DType::kFloat32)) continue;
       attr.set_i(ToOnnx(plan.low_type));
-      ++report.casts_retargeted;
+      ++context.report.casts_retargeted;
     }
   }
+  return Status::Ok();
 }
 
 }  // namespace onnx_amp

@@ -6,11 +6,10 @@
 // are never touched.
 #pragma once
 
-#include "converter/plan.h"
-#include "converter/report.h"
+#include "converter/passes/pass_context.h"
 
 namespace onnx_amp {
 
-void RetargetCasts(ConversionPlan& plan, ConversionReport& report);
+Status RetargetCasts(PassContext& context);
 
 }  // namespace onnx_amp

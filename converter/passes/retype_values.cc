@@ -17,12 +17,14 @@ void Retype(onnx::ValueInfoProto& info, const ConversionPlan& plan) {
 
 }  // namespace
 
-void RetypeValues(ConversionPlan& plan) {
-  for (GraphScope& scope : plan.graphs) {
+Status RetypeValues(PassContext& context) {
+  const ConversionPlan& plan = context.plan;
+  for (const GraphScope& scope : plan.graphs) {
     for (auto& info : *scope.graph->mutable_input()) Retype(info, plan);
     for (auto& info : *scope.graph->mutable_output()) Retype(info, plan);
     for (auto& info : *scope.graph->mutable_value_info()) Retype(info, plan);
   }
+  return Status::Ok();
 }
 
 }  // namespace onnx_amp

@@ -5,10 +5,10 @@
 //   after:  value_info h:float16
 #pragma once
 
-#include "converter/plan.h"
+#include "converter/passes/pass_context.h"
 
 namespace onnx_amp {
 
-void RetypeValues(ConversionPlan& plan);
+Status RetypeValues(PassContext& context);
 
 }  // namespace onnx_amp

@@ -40,7 +40,9 @@ Status ConvertValue(onnx::NodeProto& node, onnx::AttributeProto& attr, DType low
 
 }  // namespace
 
-Status RewriteAttributes(ConversionPlan& plan, ConversionReport& report) {
+Status RewriteAttributes(PassContext& context) {
+  ConversionPlan& plan = context.plan;
+  ConversionReport& report = context.report;
   const DType low = plan.low_type;
   for (const onnx::NodeProto* const_node : plan.node_order) {
     const NodePlan& node_plan = plan.nodes.at(const_node);

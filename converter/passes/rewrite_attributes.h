@@ -6,12 +6,10 @@
 //   after:  Constant(value=float16[3]) -> Mul(fp16)
 #pragma once
 
-#include "converter/plan.h"
-#include "converter/report.h"
-#include "runtime/core/status.h"
+#include "converter/passes/pass_context.h"
 
 namespace onnx_amp {
 
-Status RewriteAttributes(ConversionPlan& plan, ConversionReport& report);
+Status RewriteAttributes(PassContext& context);
 
 }  // namespace onnx_amp
