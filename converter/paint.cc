@@ -76,7 +76,6 @@ Expected<ConversionPlan> Painter::Run() {
   refs_.reserve(nodes);
   units_.reserve(nodes);
   producers_.reserve(2 * nodes);
-  consumers_.reserve(2 * nodes);
   AddGraph(*model_.mutable_graph(), -1, "main");
   for (const auto& input : model_.graph().input()) main_inputs_.insert(input.name());
   for (int r = 0; r < static_cast<int>(refs_.size()); ++r) BuildUnits(r);

@@ -32,9 +32,6 @@ void Painter::AddGraph(onnx::GraphProto& graph, int parent, const std::string& p
         }
       }
     }
-    for (int i = 0; i < node.input_size(); ++i) {
-      if (!node.input(i).empty()) consumers_[node.input(i)].push_back({ref, i});
-    }
     for (auto& attr : *node.mutable_attribute()) {
       if (!attr.has_g() && attr.graphs_size() == 0) continue;
       const std::string sub_path = path + "/" + NodeLabel(node) + "." + attr.name();
@@ -73,9 +70,30 @@ bool Painter::FeedsKeptOutput(const onnx::NodeProto& node) const {
   return false;
 }
 
+// Looks up the producer of each input once, for LinkUnits; records the readers of Cast
+// outputs and of main-graph inputs, the only values whose readers are asked for.
+void Painter::ResolveInputs(int ref) {
+  NodeRef& node_ref = refs_[ref];
+  const onnx::NodeProto& node = *node_ref.node;
+  node_ref.input_source.assign(node.input_size(), Slot{});
+  for (int i = 0; i < node.input_size(); ++i) {
+    const std::string& name = node.input(i);
+    if (name.empty()) continue;
+    auto it = producers_.find(name);
+    if (it != producers_.end()) {
+      node_ref.input_source[i] = it->second;
+      const onnx::NodeProto& producer = *refs_[it->second.node_ref].node;
+      if (producer.op_type() == "Cast") consumers_[name].push_back({ref, i});
+    } else if (main_inputs_.count(name)) {
+      consumers_[name].push_back({ref, i});
+    }
+  }
+}
+
 void Painter::BuildUnits(int ref) {
   NodeRef& node_ref = refs_[ref];
   const onnx::NodeProto& node = *node_ref.node;
+  ResolveInputs(ref);
   node_ref.input_unit.assign(node.input_size(), -1);
   node_ref.output_unit.assign(node.output_size(), -1);
   if (node_ref.node_class.reason == "unknown op") {
@@ -393,6 +411,16 @@ int Painter::ProducerUnit(const std::string& name) const {
   return refs_[it->second.node_ref].output_unit[it->second.index];
 }
 
+// ProducerUnit of input `input` of `ref`, from the producer ResolveInputs found.
+int Painter::InputProducerUnit(const NodeRef& ref, int input) const {
+  if (!value_units_.empty()) {
+    auto member = value_units_.find(ref.node->input(input));
+    if (member != value_units_.end()) return member->second;
+  }
+  const Slot& source = ref.input_source[input];
+  return source.node_ref < 0 ? -1 : refs_[source.node_ref].output_unit[source.index];
+}
+
 void Painter::LinkUnits() {
   auto link = [&](int from, int to) {
     units_[from].fanout.push_back(to);
@@ -404,7 +432,7 @@ void Painter::LinkUnits() {
       if (p >= 0) link(p, u);
     }
     for (int i : units_[u].inputs) {
-      const int p = ProducerUnit(units_[u].node->input(i));
+      const int p = InputProducerUnit(refs_[units_[u].node_ref], i);
       if (p >= 0) link(p, u);
     }
   }

@@ -102,17 +102,18 @@ struct BodyPort {
   int index = -1;
 };
 
+struct Slot {
+  int node_ref = -1;
+  int index = -1;
+};
+
 struct NodeRef {
   onnx::NodeProto* node = nullptr;
   int graph = 0;
   NodeClass node_class;
-  std::vector<int> input_unit;   // unit of each input, -1 if none
-  std::vector<int> output_unit;  // unit of each output, -1 if none
-};
-
-struct Slot {
-  int node_ref = -1;
-  int index = -1;
+  std::vector<int> input_unit;     // unit of each input, -1 if none
+  std::vector<int> output_unit;    // unit of each output, -1 if none
+  std::vector<Slot> input_source;  // producer of each input, node_ref -1 if none (looked up once)
 };
 
 // The inputs and outputs of one node bound to one type variable, before they become a unit.
@@ -143,7 +144,9 @@ class Painter {
                   std::optional<BodyPort> body_input, std::vector<BodyPort> body_outputs, int node_output);
   bool SchemaAdmitsLow(const onnx::OpSchema* schema) const;
   bool KeptMainOutput(const std::string& name) const;
+  void ResolveInputs(int ref);
   int ProducerUnit(const std::string& name) const;
+  int InputProducerUnit(const NodeRef& ref, int input) const;
   void LinkUnits();
 
   // paint_deny.cc
@@ -204,6 +207,7 @@ class Painter {
   std::vector<Unit> units_;
   // Keyed by views of the model's names, which Paint leaves unchanged.
   std::unordered_map<std::string_view, Slot> producers_;
+  // Readers of the values RetargetCasts and FillPlan ask about: Cast outputs and main inputs.
   std::unordered_map<std::string_view, std::vector<Slot>> consumers_;
   std::unordered_map<std::string_view, std::vector<std::pair<int, int>>> graph_output_uses_;  // (graph, output index)
   std::set<std::string> unknown_ops_;
