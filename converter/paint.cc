@@ -72,6 +72,10 @@ void CollectShapes(const onnx::GraphProto& graph, std::unordered_map<std::string
 Expected<ConversionPlan> Painter::Run() {
   plan_.low_type = policy_.LowType();
   for (const auto& opset : model_.opset_import()) opsets_[std::string(CanonicalDomain(opset.domain()))] = opset.version();
+  const size_t nodes = static_cast<size_t>(model_.graph().node_size());
+  refs_.reserve(nodes);
+  units_.reserve(nodes);
+  producers_.reserve(2 * nodes);
   AddGraph(*model_.mutable_graph(), -1, "main");
   for (const auto& input : model_.graph().input()) main_inputs_.insert(input.name());
   for (int r = 0; r < static_cast<int>(refs_.size()); ++r) BuildUnits(r);

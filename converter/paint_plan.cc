@@ -2,22 +2,41 @@
 
 namespace onnx_amp::paint_internal {
 
+std::string Painter::ReasonText(const Unit& unit) const {
+  const UnitReason& reason = unit.reason;
+  switch (reason.kind) {
+    case ReasonKind::kText: return reason.text;
+    case ReasonKind::kClass:
+      return std::string(PrecisionClassName(reason.precision_class)) + ": " + refs_[unit.node_ref].node_class.reason;
+    case ReasonKind::kCastKept: return "Cast(to=float): kept float32, not every consumer is low";
+    case ReasonKind::kDownstreamOfDeny: return "float32: downstream of deny node '" + Label(reason.from) + "'";
+    case ReasonKind::kBetweenAllows:
+      return "low: between allow nodes '" + Label(reason.from) + "' and '" + Label(reason.to) + "'";
+    case ReasonKind::kInferAfterAllow: return "low: bfloat16 infer op fed by allow node '" + Label(reason.from) + "'";
+    case ReasonKind::kNextToLow: return "low: clear op next to low node '" + Label(reason.from) + "'";
+    case ReasonKind::kCastRetargeted: return "low: Cast(to=float) retargeted, every consumer is low";
+  }
+  return reason.text;
+}
+
 // A unit that is still neither deny nor allow keeps float32; say why.
 std::string Painter::FinalReason(const Unit& unit) const {
-  if (!unit.eligible || unit.allow || unit.deny || unit.cast_output) return unit.reason;
+  if (!unit.eligible || unit.allow || unit.deny || unit.cast_output) return ReasonText(unit);
   switch (unit.precision_class) {
-    case PrecisionClass::kAllow: return unit.reason;
     case PrecisionClass::kInfer: return "float32: infer op not between low nodes";
-    case PrecisionClass::kDeny: return unit.reason;
     case PrecisionClass::kClear: return "float32: clear op with no low neighbour";
-    case PrecisionClass::kFixedFp32: return unit.reason;
+    case PrecisionClass::kAllow:
+    case PrecisionClass::kDeny:
+    case PrecisionClass::kFixedFp32: return ReasonText(unit);
   }
-  return unit.reason;
+  return ReasonText(unit);
 }
 
 void Painter::FillPlan() {
   const DType low = plan_.low_type;
   plan_.value_types = plan_.original_types;
+  plan_.node_order.reserve(refs_.size());
+  plan_.nodes.reserve(refs_.size());
   for (const NodeRef& ref : refs_) {
     const onnx::NodeProto& node = *ref.node;
     NodePlan node_plan;
@@ -35,6 +54,8 @@ void Painter::FillPlan() {
       if (first_low == nullptr) first_low = &unit;
       return low;
     };
+    node_plan.input_types.reserve(node.input_size());
+    node_plan.output_types.reserve(node.output_size());
     for (int i = 0; i < node.input_size(); ++i) node_plan.input_types.push_back(colour(ref.input_unit[i], node.input(i)));
     for (int o = 0; o < node.output_size(); ++o) {
       const DType t = colour(ref.output_unit[o], node.output(o));

@@ -4,7 +4,7 @@ namespace onnx_amp::paint_internal {
 
 // Steps 5-9 repeated until the colour matches of step 9 force no more clusters.
 void Painter::PaintToFixpoint() {
-  std::vector<std::string> seeded(units_.size());
+  std::vector<UnitReason> seeded(units_.size());
   for (size_t u = 0; u < units_.size(); ++u) seeded[u] = units_[u].reason;
   do {
     for (size_t u = 0; u < units_.size(); ++u) {
@@ -78,7 +78,7 @@ void Painter::PropagateDenyForward() {
         if (units_[v].deny) continue;
         if (!(Is(v, PrecisionClass::kInfer) || (Is(v, PrecisionClass::kClear) && upstream[v]))) continue;
         units_[v].deny = true;
-        units_[v].reason = "float32: downstream of deny node '" + Label(seed) + "'";
+        units_[v].reason = UnitReason(ReasonKind::kDownstreamOfDeny, seed);
         stack.push_back(v);
       }
     }
@@ -113,7 +113,7 @@ void Painter::PaintBetweenAllows() {
   for (int u = 0; u < n; ++u) {
     if (from[u] < 0 || to[u] < 0) continue;
     units_[u].allow = true;
-    units_[u].reason = "low: between allow nodes '" + Label(from[u]) + "' and '" + Label(to[u]) + "'";
+    units_[u].reason = UnitReason(ReasonKind::kBetweenAllows, from[u], to[u]);
   }
 }
 
@@ -131,7 +131,7 @@ void Painter::PaintInferAfterAllow() {
       }
       if (allow_fanin < 0 || deny_fanin) continue;
       units_[u].allow = true;
-      units_[u].reason = "low: bfloat16 infer op fed by allow node '" + Label(allow_fanin) + "'";
+      units_[u].reason = UnitReason(ReasonKind::kInferAfterAllow, allow_fanin);
       changed = true;
     }
   }
@@ -149,7 +149,7 @@ void Painter::PaintThroughClear() {
         for (int v : *next) {
           if (!Is(v, PrecisionClass::kClear) || units_[v].deny || units_[v].allow) continue;
           units_[v].allow = true;
-          units_[v].reason = "low: clear op next to low node '" + Label(a) + "'";
+          units_[v].reason = UnitReason(ReasonKind::kNextToLow, a);
           stack.push_back(v);
         }
       }
@@ -171,7 +171,7 @@ void Painter::RetargetCasts() {
     }
     if (!all_low) continue;
     unit.allow = true;
-    unit.reason = "low: Cast(to=float) retargeted, every consumer is low";
+    unit.reason = UnitReason(ReasonKind::kCastRetargeted);
   }
 }
 

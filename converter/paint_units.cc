@@ -32,9 +32,6 @@ void Painter::AddGraph(onnx::GraphProto& graph, int parent, const std::string& p
         }
       }
     }
-    for (int i = 0; i < node.input_size(); ++i) {
-      if (!node.input(i).empty()) consumers_[node.input(i)].push_back({ref, i});
-    }
     for (auto& attr : *node.mutable_attribute()) {
       if (!attr.has_g() && attr.graphs_size() == 0) continue;
       const std::string sub_path = path + "/" + NodeLabel(node) + "." + attr.name();
@@ -73,9 +70,30 @@ bool Painter::FeedsKeptOutput(const onnx::NodeProto& node) const {
   return false;
 }
 
+// Looks up the producer of each input once, for LinkUnits; records the readers of Cast
+// outputs and of main-graph inputs, the only values whose readers are asked for.
+void Painter::ResolveInputs(int ref) {
+  NodeRef& node_ref = refs_[ref];
+  const onnx::NodeProto& node = *node_ref.node;
+  node_ref.input_source.assign(node.input_size(), Slot{});
+  for (int i = 0; i < node.input_size(); ++i) {
+    const std::string& name = node.input(i);
+    if (name.empty()) continue;
+    auto it = producers_.find(name);
+    if (it != producers_.end()) {
+      node_ref.input_source[i] = it->second;
+      const onnx::NodeProto& producer = *refs_[it->second.node_ref].node;
+      if (producer.op_type() == "Cast") consumers_[name].push_back({ref, i});
+    } else if (main_inputs_.count(name)) {
+      consumers_[name].push_back({ref, i});
+    }
+  }
+}
+
 void Painter::BuildUnits(int ref) {
   NodeRef& node_ref = refs_[ref];
   const onnx::NodeProto& node = *node_ref.node;
+  ResolveInputs(ref);
   node_ref.input_unit.assign(node.input_size(), -1);
   node_ref.output_unit.assign(node.output_size(), -1);
   if (node_ref.node_class.reason == "unknown op") {
@@ -96,7 +114,13 @@ void Painter::BuildUnits(int ref) {
   }
 
   // Group the inputs and outputs by type variable.
-  std::map<std::string, UnitDraft> drafts;
+  std::vector<std::pair<std::string, UnitDraft>> drafts;  // a node has few type variables
+  auto draft_of = [&](std::string& variable) -> UnitDraft& {
+    for (auto& [name, draft] : drafts) {
+      if (name == variable) return draft;
+    }
+    return drafts.emplace_back(std::move(variable), UnitDraft{}).second;
+  };
   // Without a schema every value shares one variable; a fixed-type parameter
   // (tensor(float), ...) has none and is not paintable.
   auto variable_of = [&](FormalSide side, int index) -> std::optional<FormalType> {
@@ -107,7 +131,7 @@ void Painter::BuildUnits(int ref) {
     if (node.input(i).empty()) continue;  // absent optional input: nothing to type
     auto var = variable_of(FormalSide::kInput, i);
     if (!var) continue;
-    UnitDraft& draft = drafts[var->variable];
+    UnitDraft& draft = draft_of(var->variable);
     draft.inputs.push_back(i);
     draft.allowed = var->allowed;
   }
@@ -115,11 +139,12 @@ void Painter::BuildUnits(int ref) {
     if (node.output(o).empty()) continue;
     auto var = variable_of(FormalSide::kOutput, o);
     if (!var) continue;
-    UnitDraft& draft = drafts[var->variable];
+    UnitDraft& draft = draft_of(var->variable);
     draft.outputs.push_back(o);
     draft.allowed = var->allowed;
   }
 
+  std::sort(drafts.begin(), drafts.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const auto& [type_var, draft] : drafts) AddUnit(ref, schema, type_var, draft);
 }
 
@@ -200,8 +225,8 @@ void Painter::AddUnit(int ref, const onnx::OpSchema* schema, const std::string& 
     }
   }
   if (unit.eligible) {
-    unit.reason = std::string(PrecisionClassName(unit.precision_class)) + ": " + node_ref.node_class.reason;
-    if (unit.cast_output) unit.reason = "Cast(to=float): kept float32, not every consumer is low";
+    unit.reason = UnitReason(unit.cast_output ? ReasonKind::kCastKept : ReasonKind::kClass);
+    unit.reason.precision_class = unit.precision_class;
   }
   const int u = static_cast<int>(units_.size());
   for (int i : unit.inputs) node_ref.input_unit[i] = u;
@@ -297,7 +322,8 @@ void Painter::AddCluster(int ref, const onnx::OpSchema* schema, const std::strin
                    std::string(DTypeName(plan_.low_type)) + " (target portable)";
   } else {
     proto.eligible = true;
-    proto.reason = std::string(PrecisionClassName(proto.precision_class)) + ": " + node_ref.node_class.reason;
+    proto.reason = UnitReason(ReasonKind::kClass);
+    proto.reason.precision_class = proto.precision_class;
   }
 
   Cluster cluster;
@@ -376,11 +402,23 @@ bool Painter::KeptMainOutput(const std::string& name) const {
 
 // The unit whose colour a value has: its producer's, or the cluster member of a body input.
 int Painter::ProducerUnit(const std::string& name) const {
-  auto member = value_units_.find(name);
-  if (member != value_units_.end()) return member->second;
+  if (!value_units_.empty()) {
+    auto member = value_units_.find(name);
+    if (member != value_units_.end()) return member->second;
+  }
   auto it = producers_.find(name);
   if (it == producers_.end()) return -1;
   return refs_[it->second.node_ref].output_unit[it->second.index];
+}
+
+// ProducerUnit of input `input` of `ref`, from the producer ResolveInputs found.
+int Painter::InputProducerUnit(const NodeRef& ref, int input) const {
+  if (!value_units_.empty()) {
+    auto member = value_units_.find(ref.node->input(input));
+    if (member != value_units_.end()) return member->second;
+  }
+  const Slot& source = ref.input_source[input];
+  return source.node_ref < 0 ? -1 : refs_[source.node_ref].output_unit[source.index];
 }
 
 void Painter::LinkUnits() {
@@ -389,10 +427,12 @@ void Painter::LinkUnits() {
     units_[to].fanin.push_back(from);
   };
   for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
-    std::vector<std::string> reads = units_[u].reads;
-    for (int i : units_[u].inputs) reads.push_back(units_[u].node->input(i));
-    for (const std::string& name : reads) {
+    for (const std::string& name : units_[u].reads) {
       const int p = ProducerUnit(name);
+      if (p >= 0) link(p, u);
+    }
+    for (int i : units_[u].inputs) {
+      const int p = InputProducerUnit(refs_[units_[u].node_ref], i);
       if (p >= 0) link(p, u);
     }
   }

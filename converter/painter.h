@@ -36,6 +36,35 @@ std::string FormatNumber(double value);
 // Known dims of every value with a tensor shape (-1 for an unknown dim).
 void CollectShapes(const onnx::GraphProto& graph, std::unordered_map<std::string, std::vector<int64_t>>& shapes);
 
+// Why a unit has its colour. The common reasons keep only what their text needs and
+// are spelled out (Painter::ReasonText) for the plan alone: painting a large graph
+// would otherwise build and drop a string per unit and step.
+enum class ReasonKind {
+  kText,              // `text`
+  kClass,             // "<precision_class>: <the reason of the node's class>"
+  kCastKept,          // Cast(to=float) kept float32
+  kDownstreamOfDeny,  // deny seed `from`
+  kBetweenAllows,     // allow units `from` and `to`
+  kInferAfterAllow,   // allow unit `from`
+  kNextToLow,         // low unit `from`
+  kCastRetargeted,
+};
+
+struct UnitReason {
+  ReasonKind kind = ReasonKind::kText;
+  PrecisionClass precision_class = PrecisionClass::kFixedFp32;
+  int from = -1, to = -1;
+  std::string text;
+
+  UnitReason() = default;
+  UnitReason(ReasonKind k, int from_unit = -1, int to_unit = -1) : kind(k), from(from_unit), to(to_unit) {}
+  UnitReason& operator=(std::string reason) {
+    *this = UnitReason();
+    text = std::move(reason);
+    return *this;
+  }
+};
+
 // The inputs and outputs of one node bound to one type variable.
 struct Unit {
   const onnx::NodeProto* node = nullptr;
@@ -48,7 +77,7 @@ struct Unit {
   bool cast_output = false;  // output of Cast(to=float): decided by step 10
   bool deny = false;
   bool allow = false;
-  std::string reason;
+  UnitReason reason;
   std::vector<int> fanin;   // units producing this unit's inputs
   std::vector<int> fanout;  // units reading this unit's outputs
   // Control-flow members: the cluster, what the member stands for, and the body
@@ -73,17 +102,18 @@ struct BodyPort {
   int index = -1;
 };
 
+struct Slot {
+  int node_ref = -1;
+  int index = -1;
+};
+
 struct NodeRef {
   onnx::NodeProto* node = nullptr;
   int graph = 0;
   NodeClass node_class;
-  std::vector<int> input_unit;   // unit of each input, -1 if none
-  std::vector<int> output_unit;  // unit of each output, -1 if none
-};
-
-struct Slot {
-  int node_ref = -1;
-  int index = -1;
+  std::vector<int> input_unit;     // unit of each input, -1 if none
+  std::vector<int> output_unit;    // unit of each output, -1 if none
+  std::vector<Slot> input_source;  // producer of each input, node_ref -1 if none (looked up once)
 };
 
 // The inputs and outputs of one node bound to one type variable, before they become a unit.
@@ -114,7 +144,9 @@ class Painter {
                   std::optional<BodyPort> body_input, std::vector<BodyPort> body_outputs, int node_output);
   bool SchemaAdmitsLow(const onnx::OpSchema* schema) const;
   bool KeptMainOutput(const std::string& name) const;
+  void ResolveInputs(int ref);
   int ProducerUnit(const std::string& name) const;
+  int InputProducerUnit(const NodeRef& ref, int input) const;
   void LinkUnits();
 
   // paint_deny.cc
@@ -141,6 +173,7 @@ class Painter {
   void RetargetCasts();
 
   // paint_plan.cc
+  std::string ReasonText(const Unit& unit) const;
   std::string FinalReason(const Unit& unit) const;
   void FillPlan();
 
@@ -174,6 +207,7 @@ class Painter {
   std::vector<Unit> units_;
   // Keyed by views of the model's names, which Paint leaves unchanged.
   std::unordered_map<std::string_view, Slot> producers_;
+  // Readers of the values RetargetCasts and FillPlan ask about: Cast outputs and main inputs.
   std::unordered_map<std::string_view, std::vector<Slot>> consumers_;
   std::unordered_map<std::string_view, std::vector<std::pair<int, int>>> graph_output_uses_;  // (graph, output index)
   std::set<std::string> unknown_ops_;
