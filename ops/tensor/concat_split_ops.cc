@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <string>
 
+#include "ops/tensor/copy_layouts.h"
 #include "ops/tensor/strided_copy.h"
 #include "ops/tensor/tensor_kernels.h"
 #include "ops/tensor/tensor_util.h"
@@ -9,35 +10,16 @@
 namespace onnx_amp {
 
 Status ConcatKernel(KernelContext& context) {
-  std::vector<const Tensor*> inputs;
-  for (int i = 0; i < context.num_inputs(); ++i) {
-    if (const Tensor* t = context.input(i)) inputs.push_back(t);
-  }
-  if (inputs.empty()) return context.Error(ErrorCode::kInvalidModel, "Concat needs at least one input");
-  const Tensor& first = *inputs[0];
-  if (first.rank() == 0) return context.Error(ErrorCode::kInvalidModel, "cannot concatenate scalars");
-  ONNX_AMP_ASSIGN_OR_RETURN(const int64_t axis,
-                            NormalizeAxis(context, context.attr_int("axis", context.opset() < 4 ? 1 : 0), first.rank()));
-  Shape out_shape = first.shape();
-  out_shape[axis] = 0;
-  for (const Tensor* t : inputs) {
-    bool compatible = t->dtype() == first.dtype() && t->rank() == first.rank();
-    for (int64_t k = 0; compatible && k < first.rank(); ++k) compatible = k == axis || t->dim(k) == first.dim(k);
-    if (!compatible) {
-      return context.Error(ErrorCode::kInvalidModel, "cannot concatenate " + std::string(DTypeName(t->dtype())) +
-                                                         ShapeToString(t->shape()) + " with " +
-                                                         std::string(DTypeName(first.dtype())) +
-                                                         ShapeToString(first.shape()) + " on axis " +
-                                                         std::to_string(axis));
-    }
-    out_shape[axis] += t->dim(axis);
-  }
+  ONNX_AMP_ASSIGN_OR_RETURN(const ConcatLayout layout, PlanConcat(context));
+  const Tensor& first = *layout.inputs[0];
+  const int64_t axis = layout.axis;
+  const Shape& out_shape = layout.out_shape;
   if (!IsMovableDType(first.dtype())) return context.UnsupportedDType(first.dtype());
   ONNX_AMP_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, first.dtype(), out_shape));
   const size_t width = DTypeSize(first.dtype());
   const std::vector<int64_t> out_strides = ContiguousStrides(out_shape);
   int64_t offset = 0;
-  for (const Tensor* t : inputs) {
+  for (const Tensor* t : layout.inputs) {
     StridedCopy(context.threads(), width, t->shape(), t->raw_data(), ContiguousStrides(t->shape()),
                 static_cast<char*>(out->raw_data()) + offset * out_strides[axis] * width, out_strides);
     offset += t->dim(axis);

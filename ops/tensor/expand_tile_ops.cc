@@ -2,6 +2,7 @@
 // copies in which the repeated axes read with stride 0.
 #include <string>
 
+#include "ops/tensor/copy_layouts.h"
 #include "ops/tensor/strided_copy.h"
 #include "ops/tensor/tensor_kernels.h"
 #include "ops/tensor/tensor_util.h"
@@ -9,26 +10,10 @@
 namespace onnx_amp {
 
 Status ExpandKernel(KernelContext& context) {
-  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* data, RequiredInput(context, 0));
-  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* shape_tensor, RequiredInput(context, 1));
-  ONNX_AMP_ASSIGN_OR_RETURN(const std::vector<int64_t> requested, ReadInt64List(context, *shape_tensor, "shape"));
-  const int64_t rank = std::max<int64_t>(data->rank(), static_cast<int64_t>(requested.size()));
-  Shape out_shape(rank);
-  std::vector<int64_t> src_strides(rank, 0);
-  const std::vector<int64_t> in_strides = ContiguousStrides(data->shape());
-  for (int64_t k = 0; k < rank; ++k) {
-    const int64_t in_axis = k - (rank - data->rank());
-    const int64_t req_axis = k - (rank - static_cast<int64_t>(requested.size()));
-    const int64_t a = in_axis >= 0 ? data->dim(in_axis) : 1;
-    const int64_t b = req_axis >= 0 ? requested[req_axis] : 1;
-    if (a != b && a != 1 && b != 1) {
-      return context.Error(ErrorCode::kInvalidModel, "cannot expand " + ShapeToString(data->shape()) + " to " +
-                                                         ShapeToString(requested));
-    }
-    if (b < 0) return context.Error(ErrorCode::kInvalidModel, "shape has a negative dimension");
-    out_shape[k] = a == 1 ? b : a;
-    if (in_axis >= 0 && a != 1) src_strides[k] = in_strides[in_axis];
-  }
+  ONNX_AMP_ASSIGN_OR_RETURN(const ExpandLayout layout, PlanExpand(context));
+  const Tensor* data = layout.data;
+  const Shape& out_shape = layout.out_shape;
+  const std::vector<int64_t>& src_strides = layout.src_strides;
   if (!IsMovableDType(data->dtype())) return context.UnsupportedDType(data->dtype());
   ONNX_AMP_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, data->dtype(), out_shape));
   StridedCopy(context.threads(), DTypeSize(data->dtype()), out_shape, data->raw_data(), src_strides, out->raw_data(),

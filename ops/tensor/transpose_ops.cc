@@ -1,7 +1,7 @@
 // Transpose, and DepthToSpace / SpaceToDepth, which are a reshape and a transpose.
-#include <numeric>
 #include <string>
 
+#include "ops/tensor/copy_layouts.h"
 #include "ops/tensor/strided_copy.h"
 #include "ops/tensor/tensor_kernels.h"
 #include "ops/tensor/tensor_util.h"
@@ -44,16 +44,7 @@ Expected<BlockedNchw> ReadBlockedInput(KernelContext& context, const Tensor& dat
 Status TransposeKernel(KernelContext& context) {
   ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* data, RequiredInput(context, 0));
   const int64_t rank = data->rank();
-  std::vector<int64_t> perm = context.attr_ints("perm");
-  if (!context.has_attribute("perm")) {
-    perm.resize(rank);
-    std::iota(perm.rbegin(), perm.rend(), 0);
-  }
-  if (static_cast<int64_t>(perm.size()) != rank) {
-    return context.Error(ErrorCode::kInvalidModel, "perm has " + std::to_string(perm.size()) +
-                                                       " entries for a rank-" + std::to_string(rank) + " input");
-  }
-  ONNX_AMP_ASSIGN_OR_RETURN(perm, NormalizeAxes(context, perm, rank));
+  ONNX_AMP_ASSIGN_OR_RETURN(const std::vector<int64_t> perm, TransposePerm(context, *data));
   Shape out_shape(rank);
   for (int64_t k = 0; k < rank; ++k) out_shape[k] = data->dim(perm[k]);
   return PermuteInto(context, *data, data->shape(), perm, out_shape);
