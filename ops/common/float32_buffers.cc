@@ -6,34 +6,43 @@
 
 namespace onnx_amp {
 
-std::vector<float> ToFloat32(const Tensor& tensor) {
-  const size_t count = static_cast<size_t>(tensor.num_elements());
-  std::vector<float> values(count);
-  if (count == 0) return values;
+void LoadFloat32Block(const Tensor& tensor, int64_t begin, int64_t n, float* values) {
+  const size_t count = static_cast<size_t>(n);
+  if (count == 0) return;
   if (tensor.dtype() == DType::kFloat32) {
-    std::memcpy(values.data(), tensor.data<float>(), count * sizeof(float));
+    std::memcpy(values, tensor.data<float>() + begin, count * sizeof(float));
   } else if (tensor.dtype() == DType::kFloat16) {
-    ConvertHalfToFloat(tensor.data<uint16_t>(), values.data(), count);
+    ConvertHalfToFloat(tensor.data<uint16_t>() + begin, values, count);
   } else {
-    ONNX_AMP_ASSERT(tensor.dtype() == DType::kBFloat16, "ToFloat32 takes float32, float16 or bfloat16");
-    ConvertBFloat16ToFloat(tensor.data<uint16_t>(), values.data(), count);
+    ONNX_AMP_ASSERT(tensor.dtype() == DType::kBFloat16, "float32 loads take float32, float16 or bfloat16");
+    ConvertBFloat16ToFloat(tensor.data<uint16_t>() + begin, values, count);
   }
+}
+
+void StoreFloat32Block(const float* values, int64_t begin, int64_t n, Tensor& out) {
+  const size_t count = static_cast<size_t>(n);
+  if (count == 0) return;
+  if (out.dtype() == DType::kFloat32) {
+    // In place when values already are out's own elements.
+    if (out.data<float>() + begin != values) std::memcpy(out.data<float>() + begin, values, count * sizeof(float));
+  } else if (out.dtype() == DType::kFloat16) {
+    ConvertFloatToHalf(values, out.data<uint16_t>() + begin, count);
+  } else {
+    ONNX_AMP_ASSERT(out.dtype() == DType::kBFloat16, "float32 stores take float32, float16 or bfloat16");
+    ConvertFloatToBFloat16(values, out.data<uint16_t>() + begin, count);
+  }
+}
+
+std::vector<float> ToFloat32(const Tensor& tensor) {
+  std::vector<float> values(static_cast<size_t>(tensor.num_elements()));
+  LoadFloat32Block(tensor, 0, tensor.num_elements(), values.data());
   return values;
 }
 
 void StoreFromFloat32(const float* values, Tensor& out) { StoreFromFloat32Range(values, out, 0, out.num_elements()); }
 
 void StoreFromFloat32Range(const float* values, Tensor& out, int64_t begin, int64_t end) {
-  const size_t count = static_cast<size_t>(end - begin);
-  if (count == 0) return;
-  if (out.dtype() == DType::kFloat32) {
-    if (out.data<float>() != values) std::memcpy(out.data<float>() + begin, values + begin, count * sizeof(float));
-  } else if (out.dtype() == DType::kFloat16) {
-    ConvertFloatToHalf(values + begin, out.data<uint16_t>() + begin, count);
-  } else {
-    ONNX_AMP_ASSERT(out.dtype() == DType::kBFloat16, "StoreFromFloat32 takes float32, float16 or bfloat16");
-    ConvertFloatToBFloat16(values + begin, out.data<uint16_t>() + begin, count);
-  }
+  if (end > begin) StoreFloat32Block(values + begin, begin, end - begin, out);
 }
 
 Expected<const Tensor*> FloatInput(const KernelContext& context, int index) {

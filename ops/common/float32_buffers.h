@@ -12,6 +12,10 @@
 
 namespace onnx_amp {
 
+// values[0, n) = tensor[begin, begin + n) as float32 (float32, float16 or bfloat16 tensors).
+void LoadFloat32Block(const Tensor& tensor, int64_t begin, int64_t n, float* values);
+// out[begin, begin + n) = values[0, n) rounded once to out's dtype.
+void StoreFloat32Block(const float* values, int64_t begin, int64_t n, Tensor& out);
 // The elements of a float32, float16 or bfloat16 tensor as float32 (float32 tensors
 // are copied too, so callers may modify the result).
 std::vector<float> ToFloat32(const Tensor& tensor);

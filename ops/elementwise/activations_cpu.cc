@@ -2,7 +2,6 @@
 // list of activations (activations.h): each op's kernel and, where it has one, its fused
 // gradient op.
 #include <algorithm>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -12,7 +11,6 @@
 #include "ops/elementwise/elementwise_families.h"
 #include "ops/elementwise/elementwise_kernel.h"
 #include "ops/kernel_registry.h"
-#include "runtime/core/convert.h"
 #include "runtime/core/onnx_domain.h"
 #include "runtime/exec/thread_pool.h"
 
@@ -92,30 +90,6 @@ constexpr int64_t kGradBlock = 2048;
 // Elements per parallel chunk.
 constexpr int64_t kGradChunk = 1 << 16;
 
-// values[0, n) = tensor[begin, begin + n) as float32 (float32, float16 or bfloat16).
-void LoadFloat32(const Tensor& tensor, int64_t begin, int64_t n, float* values) {
-  const size_t count = static_cast<size_t>(n);
-  if (tensor.dtype() == DType::kFloat32) {
-    std::memcpy(values, tensor.data<float>() + begin, count * sizeof(float));
-  } else if (tensor.dtype() == DType::kFloat16) {
-    ConvertHalfToFloat(tensor.data<uint16_t>() + begin, values, count);
-  } else {
-    ConvertBFloat16ToFloat(tensor.data<uint16_t>() + begin, values, count);
-  }
-}
-
-// out[begin, begin + n) = values rounded once to out's dtype.
-void StoreFloat32(const float* values, int64_t begin, int64_t n, Tensor& out) {
-  const size_t count = static_cast<size_t>(n);
-  if (out.dtype() == DType::kFloat32) {
-    std::memcpy(out.data<float>() + begin, values, count * sizeof(float));
-  } else if (out.dtype() == DType::kFloat16) {
-    ConvertFloatToHalf(values, out.data<uint16_t>() + begin, count);
-  } else {
-    ConvertFloatToBFloat16(values, out.data<uint16_t>() + begin, count);
-  }
-}
-
 // dX[i] = dY[i] * slope(V[i]), block by block over the pool's threads (each element is
 // independent, so the split changes no bit).
 template <typename Slope>
@@ -132,10 +106,10 @@ Status PointwiseGradWith(KernelContext& context, const Slope& slope) {
     float grad[kGradBlock], values[kGradBlock];
     for (int64_t block = begin; block < end; block += kGradBlock) {
       const int64_t n = std::min(kGradBlock, end - block);
-      LoadFloat32(*dy, block, n, grad);
-      LoadFloat32(*v, block, n, values);
+      LoadFloat32Block(*dy, block, n, grad);
+      LoadFloat32Block(*v, block, n, values);
       for (int64_t i = 0; i < n; ++i) grad[i] *= slope(values[i]);
-      StoreFloat32(grad, block, n, *dx);
+      StoreFloat32Block(grad, block, n, *dx);
     }
   });
   return Status::Ok();
