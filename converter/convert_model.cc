@@ -59,7 +59,8 @@ Status PaintAndRewrite(ConvertResult& result, const ConvertOptions& options, Set
     ONNX_AMP_ASSIGN_OR_RETURN(external, SummarizeExternalTensors(result.model, options.external_data_folder));
   }
   ONNX_AMP_ASSIGN_OR_RETURN(ConversionPlan plan,
-                            Paint(result.model, std::move(types), options.policy, options.target, external));
+                            Paint(result.model, std::move(types), options.policy, options.target, external,
+                                  options.node_report));
 
   ConversionReport& report = result.report;
   report.policy = std::string(PolicyKindName(options.policy.kind));
@@ -67,7 +68,7 @@ Status PaintAndRewrite(ConvertResult& result, const ConvertOptions& options, Set
   report.hardware = std::string(TargetHardwareName(options.policy.hardware));
   report.opset = DefaultOpset(result.model);
   report.opset_decision = std::move(settled.decision);
-  AddPlanToReport(plan, report);
+  AddPlanToReport(plan, report, options.node_report);
 
   if (IsLowPrecision(plan.low_type)) {  // the float32 policy paints nothing
     UniqueNames names(result.model);

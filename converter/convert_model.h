@@ -36,6 +36,9 @@ struct ConvertOptions {
   std::optional<int64_t> opset;
   bool keep_opset = false;
   VerifyLevel verify = VerifyLevel::kDefault;  // how the output is checked (verify_output.h)
+  // Fill report.nodes (every node's dtype and the reason); without it the report keeps
+  // only its counts, and Paint builds no per-node reason text (large graphs).
+  bool node_report = true;
   // Where the model's external data locations resolve (the input model's folder) when it
   // was loaded with tensors left in their files; empty when it holds all its data.
   std::filesystem::path external_data_folder;

@@ -112,8 +112,8 @@ Expected<ValueTypeMap> InferValueTypes(const onnx::ModelProto& model) {
 }
 
 Expected<ConversionPlan> Paint(onnx::ModelProto& model, ValueTypeMap types, const PrecisionPolicy& policy,
-                               ConvertTarget target, const ValueSummaries& external) {
-  return paint_internal::Painter(model, std::move(types), policy, target, external).Run();
+                               ConvertTarget target, const ValueSummaries& external, bool with_reasons) {
+  return paint_internal::Painter(model, std::move(types), policy, target, external, with_reasons).Run();
 }
 
 }  // namespace onnx_amp

@@ -47,10 +47,11 @@ using ValueTypeMap = std::unordered_map<std::string, DType>;
 // Fails (kInvalidModel) when a node's types break its schema's type constraints.
 Expected<ValueTypeMap> InferValueTypes(const onnx::ModelProto& model);
 
-// Paints `model`, whose value types are `types` (they become the plan's original_types).
+// Paints `model`, whose value types are `types` (the plan's value_types after painting).
 // The value rules read float32 constants in memory themselves and those left in external
 // files from `external`. The plan keeps pointers into `model`, which must outlive it.
+// Without `with_reasons` every NodePlan::reason is left empty (nothing reports them).
 Expected<ConversionPlan> Paint(onnx::ModelProto& model, ValueTypeMap types, const PrecisionPolicy& policy,
-                               ConvertTarget target, const ValueSummaries& external);
+                               ConvertTarget target, const ValueSummaries& external, bool with_reasons = true);
 
 }  // namespace onnx_amp

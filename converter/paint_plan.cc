@@ -7,7 +7,8 @@ std::string Painter::ReasonText(const Unit& unit) const {
   switch (reason.kind) {
     case ReasonKind::kText: return reason.text;
     case ReasonKind::kClass:
-      return std::string(PrecisionClassName(reason.precision_class)) + ": " + refs_[unit.node_ref].node_class.reason;
+      return std::string(PrecisionClassName(reason.precision_class)) + ": " +
+             std::string(refs_[unit.node_ref].node_class.reason);
     case ReasonKind::kCastKept: return "Cast(to=float): kept float32, not every consumer is low";
     case ReasonKind::kDownstreamOfDeny: return "float32: downstream of deny node '" + Label(reason.from) + "'";
     case ReasonKind::kBetweenAllows:
@@ -32,9 +33,27 @@ std::string Painter::FinalReason(const Unit& unit) const {
   return ReasonText(unit);
 }
 
+// Moves the painted types into the plan: value_types takes the whole map with `changed`
+// applied, original_types only what those changes replaced (no copy of every value).
+void Painter::ApplyTypeChanges(const std::vector<std::pair<std::string_view, DType>>& changed) {
+  ValueTypeMap after = std::move(plan_.original_types);
+  ValueTypeMap before;
+  before.reserve(changed.size());
+  for (const auto& [name, dtype] : changed) {
+    auto [it, inserted] = after.try_emplace(std::string(name), dtype);
+    const DType old = inserted ? DType::kUndefined : it->second;
+    if (old == dtype) continue;
+    before.try_emplace(std::string(name), old);
+    it->second = dtype;
+  }
+  plan_.value_types = std::move(after);
+  plan_.original_types = std::move(before);
+}
+
 void Painter::FillPlan() {
   const DType low = plan_.low_type;
-  plan_.value_types = plan_.original_types;
+  std::vector<std::pair<std::string_view, DType>> changed;  // dtype of each value after conversion
+  changed.reserve(refs_.size() + value_units_.size());
   plan_.node_order.reserve(refs_.size());
   plan_.nodes.reserve(refs_.size());
   for (const NodeRef& ref : refs_) {
@@ -60,22 +79,22 @@ void Painter::FillPlan() {
     for (int o = 0; o < node.output_size(); ++o) {
       const DType t = colour(ref.output_unit[o], node.output(o));
       node_plan.output_types.push_back(t);
-      if (!node.output(o).empty()) plan_.value_types[node.output(o)] = t;
+      if (!node.output(o).empty()) changed.emplace_back(node.output(o), t);
     }
     if (any_low) {
       node_plan.compute_type = low;
-      node_plan.reason = FinalReason(*first_low);
+      if (with_reasons_) node_plan.reason = FinalReason(*first_low);
     } else if (first != nullptr) {
       node_plan.compute_type = DType::kFloat32;
-      node_plan.reason = FinalReason(*first);
-    } else {
+      if (with_reasons_) node_plan.reason = FinalReason(*first);
+    } else if (with_reasons_) {
       node_plan.reason = "no float32 tensors";
     }
     plan_.node_order.push_back(&node);
     plan_.nodes.emplace(&node, std::move(node_plan));
   }
   for (const auto& [name, u] : value_units_) {
-    if (units_[u].allow) plan_.value_types[std::string(name)] = low;
+    if (units_[u].allow) changed.emplace_back(name, low);
   }
 
   // Main-graph inputs that are not kept take the low dtype when a consumer reads it low.
@@ -87,11 +106,20 @@ void Painter::FillPlan() {
     if (it == consumers_.end()) continue;
     for (const Slot& slot : it->second) {
       if (plan_.nodes.at(refs_[slot.node_ref].node).input_types[slot.index] == low) {
-        plan_.value_types[name] = low;
+        changed.emplace_back(name, low);
         break;
       }
     }
   }
+  ApplyTypeChanges(changed);
+  auto after = [&](const std::string& name) {
+    auto it = plan_.value_types.find(name);
+    return it == plan_.value_types.end() ? DType::kUndefined : it->second;
+  };
+  auto original = [&](const std::string& name) {
+    auto it = plan_.original_types.find(name);
+    return it != plan_.original_types.end() ? it->second : after(name);
+  };
   for (int g = 0; g < static_cast<int>(plan_.graphs.size()); ++g) {
     GraphScope& scope = plan_.graphs[g];
     for (int k = 0; k < scope.graph->output_size(); ++k) {
@@ -99,9 +127,9 @@ void Painter::FillPlan() {
       if (g != 0) {  // a body output takes its cluster's colour
         auto member = body_output_units_.find({g, k});
         const bool low_member = member != body_output_units_.end() && units_[member->second].allow;
-        scope.output_types.push_back(low_member ? low : TypeOf(name));
+        scope.output_types.push_back(low_member ? low : original(name));
       } else {
-        scope.output_types.push_back(policy_.keep_io_types.Keeps(name) ? TypeOf(name) : plan_.value_types[name]);
+        scope.output_types.push_back(policy_.keep_io_types.Keeps(name) ? original(name) : after(name));
       }
     }
   }

@@ -200,7 +200,8 @@ void Painter::AddUnit(int ref, const onnx::OpSchema* schema, const std::string& 
     unit.reason = "mixes float32 with other or unknown types";
   } else if (unit.precision_class == PrecisionClass::kFixedFp32) {
     unit.eligible = false;
-    unit.reason = node_ref.node_class.reason == "unknown op" ? "unknown op" : "fixed float32: " + node_ref.node_class.reason;
+    unit.reason = node_ref.node_class.reason == "unknown op" ? std::string("unknown op")
+                                                             : "fixed float32: " + std::string(node_ref.node_class.reason);
   } else if (!HasFastArithmetic(policy_.hardware, plan_.low_type)) {
     unit.eligible = false;
     unit.reason = SlowHardwareReason();
@@ -314,7 +315,7 @@ void Painter::AddCluster(int ref, const onnx::OpSchema* schema, const std::strin
   if (!all_float32) {
     proto.reason = "mixes float32 with other or unknown types";
   } else if (proto.precision_class == PrecisionClass::kFixedFp32) {
-    proto.reason = "fixed float32: " + node_ref.node_class.reason;
+    proto.reason = "fixed float32: " + std::string(node_ref.node_class.reason);
   } else if (!HasFastArithmetic(policy_.hardware, plan_.low_type)) {
     proto.reason = SlowHardwareReason();
   } else if (target_ == ConvertTarget::kPortable && !SchemaAdmitsLow(schema)) {

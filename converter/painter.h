@@ -125,8 +125,8 @@ struct UnitDraft {
 class Painter {
  public:
   Painter(onnx::ModelProto& model, ValueTypeMap types, const PrecisionPolicy& policy, ConvertTarget target,
-          const ValueSummaries& external)
-      : model_(model), policy_(policy), target_(target), external_(external) {
+          const ValueSummaries& external, bool with_reasons)
+      : model_(model), policy_(policy), target_(target), external_(external), with_reasons_(with_reasons) {
     plan_.original_types = std::move(types);
   }
 
@@ -175,9 +175,11 @@ class Painter {
   // paint_plan.cc
   std::string ReasonText(const Unit& unit) const;
   std::string FinalReason(const Unit& unit) const;
+  void ApplyTypeChanges(const std::vector<std::pair<std::string_view, DType>>& changed);
   void FillPlan();
 
-  // Small queries of every stage.
+  // Small queries of every stage. TypeOf reads the input's types, which Paint keeps in
+  // plan_.original_types until FillPlan's ApplyTypeChanges moves them.
   DType TypeOf(const std::string& name) const {
     auto it = plan_.original_types.find(name);
     return it == plan_.original_types.end() ? DType::kUndefined : it->second;
@@ -201,6 +203,7 @@ class Painter {
   const PrecisionPolicy& policy_;
   ConvertTarget target_;
   const ValueSummaries& external_;
+  const bool with_reasons_;  // fill NodePlan::reason
   std::map<std::string, int64_t> opsets_;
   ConversionPlan plan_;
   std::vector<NodeRef> refs_;

@@ -54,7 +54,7 @@ struct KeepIoTypes {
 // Where a node's class came from, for the report.
 struct NodeClass {
   PrecisionClass precision_class = PrecisionClass::kFixedFp32;
-  std::string reason;  // "ops.def mixed_float16", "--fp32-ops", "unknown op", ...
+  std::string_view reason;  // static text: "ops.def mixed_float16", "--fp32-ops", "unknown op", ...
   bool user_pinned = false;  // set by a user override (flag or policy file)
 };
 

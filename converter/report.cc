@@ -9,9 +9,15 @@
 
 namespace onnx_amp {
 
-void AddPlanToReport(const ConversionPlan& plan, ConversionReport& report) {
+void AddPlanToReport(const ConversionPlan& plan, ConversionReport& report, bool with_nodes) {
+  if (with_nodes) report.nodes.reserve(report.nodes.size() + plan.node_order.size());
   for (const onnx::NodeProto* node : plan.node_order) {
     const NodePlan& node_plan = plan.nodes.at(node);
+    if (node_plan.compute_type != DType::kUndefined) {
+      ++report.float_nodes;
+      if (IsLowPrecision(node_plan.compute_type)) ++report.converted_nodes;
+    }
+    if (!with_nodes) continue;
     NodeReport entry;
     entry.graph = plan.graphs[node_plan.graph].path;
     entry.name = node->name();
@@ -19,10 +25,6 @@ void AddPlanToReport(const ConversionPlan& plan, ConversionReport& report) {
     entry.dtype = node_plan.compute_type == DType::kUndefined ? "n/a" : std::string(DTypeName(node_plan.compute_type));
     entry.op_class = std::string(PrecisionClassName(node_plan.node_class.precision_class));
     entry.reason = node_plan.reason;
-    if (node_plan.compute_type != DType::kUndefined) {
-      ++report.float_nodes;
-      if (IsLowPrecision(node_plan.compute_type)) ++report.converted_nodes;
-    }
     report.nodes.push_back(std::move(entry));
   }
   report.unknown_ops = plan.unknown_ops;

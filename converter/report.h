@@ -55,8 +55,8 @@ struct ConversionReport {
   double PercentConverted() const { return float_nodes == 0 ? 0.0 : 100.0 * converted_nodes / float_nodes; }
 };
 
-// Fills nodes, float_nodes, converted_nodes and unknown_ops from the plan.
-void AddPlanToReport(const ConversionPlan& plan, ConversionReport& report);
+// Fills float_nodes, converted_nodes, unknown_ops and, with `with_nodes`, nodes from the plan.
+void AddPlanToReport(const ConversionPlan& plan, ConversionReport& report, bool with_nodes = true);
 
 nlohmann::json ReportToJson(const ConversionReport& report);
 // The "opset_change" object of the report.

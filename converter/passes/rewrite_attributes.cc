@@ -47,7 +47,8 @@ Status RewriteAttributes(PassContext& context) {
   for (const onnx::NodeProto* const_node : plan.node_order) {
     const NodePlan& node_plan = plan.nodes.at(const_node);
     if (node_plan.output_types.empty() || node_plan.output_types[0] != low) continue;
-    if (plan.original_types[const_node->output(0)] != DType::kFloat32) continue;
+    auto original = plan.original_types.find(const_node->output(0));  // the low output was float32
+    if (original == plan.original_types.end() || original->second != DType::kFloat32) continue;
     auto* node = const_cast<onnx::NodeProto*>(const_node);
     const bool onnx_domain = IsOnnxDomain(node->domain());
     if (onnx_domain && node->op_type() == "Constant") {

@@ -48,6 +48,8 @@ Status RunConvert(const ConvertFlags& flags, const AutoConvertFlags& auto_flags)
   // --auto runs the model, so it needs the data; an opset change carries the file
   // references of tensors left in their files (converter/opset_upgrade.h).
   const bool stream = !auto_flags.enabled;
+  // Per-node dtypes and reasons are written only to --report (--auto reads them too).
+  options.node_report = !flags.report.empty() || auto_flags.enabled;
   LoadOptions load_options;
   if (stream) {
     load_options.keep_external_from_bytes = kStreamFromBytes;
