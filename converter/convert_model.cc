@@ -1,6 +1,7 @@
 #include "converter/convert_model.h"
 
 #include <cstdint>
+#include <future>
 #include <optional>
 #include <utility>
 
@@ -115,7 +116,13 @@ Expected<ConvertResult> ConvertModel(const onnx::ModelProto& model, const Conver
 }
 
 Expected<ConvertResult> ConvertModel(onnx::ModelProto&& model, const ConvertOptions& options) {
-  Status checked = CheckModelWithData(model, options.external_data_folder);
+  // The ONNX checker and type inference only read the input: they run side by side, and
+  // the checker's verdict still comes first.
+  std::future<Status> checking = std::async(std::launch::async, [&model, &options] {
+    return CheckModelWithData(model, options.external_data_folder);
+  });
+  Expected<ValueTypeMap> inferred = InferValueTypes(model);
+  Status checked = checking.get();
   if (!checked.ok()) return checked.WithContext("input model");
   onnx::GraphProto before;
   *before.mutable_input() = model.graph().input();
@@ -123,7 +130,7 @@ Expected<ConvertResult> ConvertModel(onnx::ModelProto&& model, const ConvertOpti
 
   const OpsetRequest opset_request{options.opset, options.keep_opset};
   ONNX_AMP_ASSIGN_OR_RETURN(SettledOpset settled, SettleOpset(model, opset_request, options.policy, options.target,
-                                                              options.external_data_folder));
+                                                              options.external_data_folder, std::move(inferred)));
   std::optional<onnx::ModelProto> unraised = std::move(settled.unraised);
   const int64_t raised_to = settled.decision.to;
   Expected<ConvertResult> result = ConvertSettled(std::move(model), std::move(settled), before, options);

@@ -385,7 +385,8 @@ Expected<onnx::ModelProto> ChangeOpset(const onnx::ModelProto& model, int64_t op
 }
 
 Expected<SettledOpset> SettleOpset(onnx::ModelProto& model, const OpsetRequest& request, const PrecisionPolicy& policy,
-                                   ConvertTarget target, const std::filesystem::path& external_data_folder) {
+                                   ConvertTarget target, const std::filesystem::path& external_data_folder,
+                                   std::optional<Expected<ValueTypeMap>> inferred) {
   if (request.pin && request.keep) {
     return InvalidArgument("--keep-opset: conflicts with --opset " + std::to_string(*request.pin) +
                            " (keep the model's opset, or pin one)");
@@ -400,10 +401,12 @@ Expected<SettledOpset> SettleOpset(onnx::ModelProto& model, const OpsetRequest& 
       Expected<onnx::ModelProto> pinned = ChangeOpset(model, *request.pin);
       if (!pinned.ok()) return pinned.status().WithContext("--opset " + std::to_string(*request.pin));
       model = std::move(*pinned);
+      inferred.reset();  // of the model before the change
     }
   }
   decision.to = DefaultOpset(model);
-  ONNX_AMP_ASSIGN_OR_RETURN(settled.types, InferValueTypes(model));
+  if (!inferred) inferred = InferValueTypes(model);
+  ONNX_AMP_ASSIGN_OR_RETURN(settled.types, std::move(*inferred));
   decision.needs = FindOpsetNeeds(model, settled.types, policy, target);
   if (request.pin || decision.needs.empty()) return settled;
   if (request.keep) {

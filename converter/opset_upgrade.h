@@ -97,8 +97,11 @@ struct SettledOpset {
 // kInvalidArgument when both pin and keep are set, or when the pinned opset cannot be
 // reached; kInvalidModel when type inference rejects the model. `external_data_folder`
 // is where tensors left in their files resolve (empty when all are in memory).
+// `inferred`, when given, is InferValueTypes(model) of `model` as passed: used unless a
+// pinned opset changes the model first.
 Expected<SettledOpset> SettleOpset(onnx::ModelProto& model, const OpsetRequest& request, const PrecisionPolicy& policy,
-                                   ConvertTarget target, const std::filesystem::path& external_data_folder);
+                                   ConvertTarget target, const std::filesystem::path& external_data_folder,
+                                   std::optional<Expected<ValueTypeMap>> inferred = std::nullopt);
 
 // For a model whose raised version (to `raised_to`) failed to convert with `failure`:
 // settles `unraised` at its own opset, the decision (kKeptOnFailure) saying why.

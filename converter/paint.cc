@@ -102,6 +102,9 @@ Expected<ValueTypeMap> InferValueTypes(const onnx::ModelProto& model) {
   const ModelTypes inferred = InferModelTypes(model);
   if (!inferred.rejection.empty()) return InvalidModel("type inference: " + inferred.rejection);
   ValueTypeMap types;
+  size_t count = 0;
+  for (const GraphTypes& graph : inferred.graphs) count += graph.values.size();
+  types.reserve(count);
   for (const GraphTypes& graph : inferred.graphs) {
     for (const auto& [name, type] : graph.values) {
       const DType dtype = type.TensorDType();

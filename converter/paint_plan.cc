@@ -91,7 +91,7 @@ void Painter::FillPlan() {
       node_plan.reason = "no float32 tensors";
     }
     plan_.node_order.push_back(&node);
-    plan_.nodes.emplace(&node, std::move(node_plan));
+    plan_.nodes.push_back(std::move(node_plan));
   }
   for (const auto& [name, u] : value_units_) {
     if (units_[u].allow) changed.emplace_back(name, low);
@@ -105,7 +105,7 @@ void Painter::FillPlan() {
     auto it = consumers_.find(name);
     if (it == consumers_.end()) continue;
     for (const Slot& slot : it->second) {
-      if (plan_.nodes.at(refs_[slot.node_ref].node).input_types[slot.index] == low) {
+      if (plan_.nodes[slot.node_ref].input_types[slot.index] == low) {  // refs_ are in node_order
         changed.emplace_back(name, low);
         break;
       }

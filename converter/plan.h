@@ -51,8 +51,8 @@ using ValueSummaries = std::unordered_map<const onnx::TensorProto*, ValueSummary
 struct ConversionPlan {
   DType low_type = DType::kFloat16;
   std::vector<GraphScope> graphs;   // main graph first, parents before children
-  std::unordered_map<const onnx::NodeProto*, NodePlan> nodes;
   std::vector<const onnx::NodeProto*> node_order;  // graphs in order, nodes in file order
+  std::vector<NodePlan> nodes;                     // nodes[n] is the plan of node_order[n]
   std::unordered_map<std::string, DType> value_types;     // every value, after conversion
   // The values whose dtype the conversion changes (or that the passes add), with the
   // dtype they had before; any other value had its value_types dtype before as well.

@@ -11,8 +11,9 @@ namespace onnx_amp {
 
 void AddPlanToReport(const ConversionPlan& plan, ConversionReport& report, bool with_nodes) {
   if (with_nodes) report.nodes.reserve(report.nodes.size() + plan.node_order.size());
-  for (const onnx::NodeProto* node : plan.node_order) {
-    const NodePlan& node_plan = plan.nodes.at(node);
+  for (size_t n = 0; n < plan.node_order.size(); ++n) {
+    const onnx::NodeProto* node = plan.node_order[n];
+    const NodePlan& node_plan = plan.nodes[n];
     if (node_plan.compute_type != DType::kUndefined) {
       ++report.float_nodes;
       if (IsLowPrecision(node_plan.compute_type)) ++report.converted_nodes;

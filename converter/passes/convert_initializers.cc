@@ -96,13 +96,12 @@ Status ConvertInitializers(PassContext& context) {
   for (const GraphScope& scope : plan.graphs) {
     for (const auto& init : scope.graph->initializer()) uses.try_emplace(init.name());
   }
-  for (const onnx::NodeProto* node : plan.node_order) {
-    const NodePlan* node_plan = nullptr;
+  for (size_t n = 0; n < plan.node_order.size(); ++n) {
+    const onnx::NodeProto* node = plan.node_order[n];
     for (int i = 0; i < node->input_size(); ++i) {
       auto it = uses.find(node->input(i));
       if (it == uses.end()) continue;
-      if (node_plan == nullptr) node_plan = &plan.nodes.at(node);
-      it->second.push_back({const_cast<onnx::NodeProto*>(node), i, node_plan->input_types[i]});
+      it->second.push_back({const_cast<onnx::NodeProto*>(node), i, plan.nodes[n].input_types[i]});
     }
   }
   std::unordered_set<std::string> graph_outputs;

@@ -15,6 +15,7 @@ class CastInserter {
       : plan_(plan), names_(names), report_(report), cast1_(report.opset > 0 && report.opset < 6) {}
 
   Status Run() {
+    producers_.reserve(plan_.node_order.size());
     for (int g = 0; g < static_cast<int>(plan_.graphs.size()); ++g) {
       for (const auto& node : plan_.graphs[g].graph->node()) {
         for (const auto& out : node.output()) {
@@ -23,9 +24,9 @@ class CastInserter {
       }
     }
     for (int g = 0; g < static_cast<int>(plan_.graphs.size()); ++g) ONNX_AMP_RETURN_IF_ERROR(FixOutputs(g));
-    for (const onnx::NodeProto* const_node : plan_.node_order) {
-      auto* node = const_cast<onnx::NodeProto*>(const_node);
-      const NodePlan& node_plan = plan_.nodes.at(const_node);
+    for (size_t n = 0; n < plan_.node_order.size(); ++n) {
+      auto* node = const_cast<onnx::NodeProto*>(plan_.node_order[n]);
+      const NodePlan& node_plan = plan_.nodes[n];
       for (int i = 0; i < node->input_size(); ++i) {
         const std::string& name = node->input(i);
         if (name.empty()) continue;  // absent optional input: nothing to cast (pain 2)
@@ -136,9 +137,9 @@ class CastInserter {
 
   // Renames the value `from` (produced in graph `g`) in its producer and every reader.
   void RenameValue(const std::string& from, const std::string& to, int g) {
-    for (const onnx::NodeProto* const_node : plan_.node_order) {
-      if (!IsWithin(plan_.nodes.at(const_node).graph, g)) continue;
-      auto* node = const_cast<onnx::NodeProto*>(const_node);
+    for (size_t n = 0; n < plan_.node_order.size(); ++n) {
+      if (!IsWithin(plan_.nodes[n].graph, g)) continue;
+      auto* node = const_cast<onnx::NodeProto*>(plan_.node_order[n]);
       for (int i = 0; i < node->input_size(); ++i) {
         if (node->input(i) == from) node->set_input(i, to);
       }

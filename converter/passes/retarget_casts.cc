@@ -6,8 +6,9 @@ namespace onnx_amp {
 
 Status RetargetCasts(PassContext& context) {
   ConversionPlan& plan = context.plan;
-  for (const onnx::NodeProto* const_node : plan.node_order) {
-    const NodePlan& node_plan = plan.nodes.at(const_node);
+  for (size_t n = 0; n < plan.node_order.size(); ++n) {
+    const onnx::NodeProto* const_node = plan.node_order[n];
+    const NodePlan& node_plan = plan.nodes[n];
     if (const_node->op_type() != "Cast" || !const_node->domain().empty()) continue;
     if (node_plan.output_types.empty() || node_plan.output_types[0] != plan.low_type) continue;
     auto* node = const_cast<onnx::NodeProto*>(const_node);

@@ -44,8 +44,9 @@ Status RewriteAttributes(PassContext& context) {
   ConversionPlan& plan = context.plan;
   ConversionReport& report = context.report;
   const DType low = plan.low_type;
-  for (const onnx::NodeProto* const_node : plan.node_order) {
-    const NodePlan& node_plan = plan.nodes.at(const_node);
+  for (size_t n = 0; n < plan.node_order.size(); ++n) {
+    const onnx::NodeProto* const_node = plan.node_order[n];
+    const NodePlan& node_plan = plan.nodes[n];
     if (node_plan.output_types.empty() || node_plan.output_types[0] != low) continue;
     auto original = plan.original_types.find(const_node->output(0));  // the low output was float32
     if (original == plan.original_types.end() || original->second != DType::kFloat32) continue;
