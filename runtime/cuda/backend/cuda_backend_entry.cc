@@ -1,6 +1,6 @@
-// The one symbol libonnx_amp_cuda_backend.so exports (runtime/exec/cuda_backend.h): the
-// table of what the CUDA backend offers, made of the CUDA device, the CUDA kernels and the
-// NCCL communicator.
+// The entry point of libonnx_amp_cuda_backend.so, the one symbol its loader looks up
+// (runtime/exec/cuda_backend.h): the table of what the CUDA backend offers, made of the
+// CUDA device, the CUDA kernels and the NCCL communicator.
 #include "ops/cuda_kernels.h"
 #include "runtime/cuda/cuda_context.h"
 #include "runtime/cuda/cuda_device.h"
