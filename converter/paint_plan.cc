@@ -33,21 +33,11 @@ std::string Painter::FinalReason(const Unit& unit) const {
   return ReasonText(unit);
 }
 
-// Moves the painted types into the plan: value_types takes the whole map with `changed`
-// applied, original_types only what those changes replaced (no copy of every value).
+// Moves the input's types into the plan's value_types with `changed` applied (no copy
+// of every value); TypeOf has nothing to read after this.
 void Painter::ApplyTypeChanges(const std::vector<std::pair<std::string_view, DType>>& changed) {
-  ValueTypeMap after = std::move(plan_.original_types);
-  ValueTypeMap before;
-  before.reserve(changed.size());
-  for (const auto& [name, dtype] : changed) {
-    auto [it, inserted] = after.try_emplace(std::string(name), dtype);
-    const DType old = inserted ? DType::kUndefined : it->second;
-    if (old == dtype) continue;
-    before.try_emplace(std::string(name), old);
-    it->second = dtype;
-  }
-  plan_.value_types = std::move(after);
-  plan_.original_types = std::move(before);
+  plan_.value_types = std::move(types_);
+  for (const auto& [name, dtype] : changed) plan_.value_types.insert_or_assign(std::string(name), dtype);
 }
 
 void Painter::FillPlan() {
@@ -111,25 +101,26 @@ void Painter::FillPlan() {
       }
     }
   }
+  // The input's dtype of every graph output, read before the changes apply.
+  std::vector<std::vector<DType>> original_outputs(plan_.graphs.size());
+  for (size_t g = 0; g < plan_.graphs.size(); ++g) {
+    for (const auto& output : plan_.graphs[g].graph->output()) original_outputs[g].push_back(TypeOf(output.name()));
+  }
   ApplyTypeChanges(changed);
-  auto after = [&](const std::string& name) {
-    auto it = plan_.value_types.find(name);
-    return it == plan_.value_types.end() ? DType::kUndefined : it->second;
-  };
-  auto original = [&](const std::string& name) {
-    auto it = plan_.original_types.find(name);
-    return it != plan_.original_types.end() ? it->second : after(name);
-  };
   for (int g = 0; g < static_cast<int>(plan_.graphs.size()); ++g) {
     GraphScope& scope = plan_.graphs[g];
     for (int k = 0; k < scope.graph->output_size(); ++k) {
       const std::string& name = scope.graph->output(k).name();
+      const DType original = original_outputs[g][k];
       if (g != 0) {  // a body output takes its cluster's colour
         auto member = body_output_units_.find({g, k});
         const bool low_member = member != body_output_units_.end() && units_[member->second].allow;
-        scope.output_types.push_back(low_member ? low : original(name));
+        scope.output_types.push_back(low_member ? low : original);
+      } else if (policy_.keep_io_types.Keeps(name)) {
+        scope.output_types.push_back(original);
       } else {
-        scope.output_types.push_back(policy_.keep_io_types.Keeps(name) ? original(name) : after(name));
+        auto it = plan_.value_types.find(name);
+        scope.output_types.push_back(it == plan_.value_types.end() ? DType::kUndefined : it->second);
       }
     }
   }

@@ -126,9 +126,8 @@ class Painter {
  public:
   Painter(onnx::ModelProto& model, ValueTypeMap types, const PrecisionPolicy& policy, ConvertTarget target,
           const ValueSummaries& external, bool with_reasons)
-      : model_(model), policy_(policy), target_(target), external_(external), with_reasons_(with_reasons) {
-    plan_.original_types = std::move(types);
-  }
+      : model_(model), policy_(policy), target_(target), external_(external), with_reasons_(with_reasons),
+        types_(std::move(types)) {}
 
   Expected<ConversionPlan> Run();
 
@@ -178,11 +177,11 @@ class Painter {
   void ApplyTypeChanges(const std::vector<std::pair<std::string_view, DType>>& changed);
   void FillPlan();
 
-  // Small queries of every stage. TypeOf reads the input's types, which Paint keeps in
-  // plan_.original_types until FillPlan's ApplyTypeChanges moves them.
+  // Small queries of every stage. TypeOf reads the input's types (until FillPlan's
+  // ApplyTypeChanges moves them into the plan).
   DType TypeOf(const std::string& name) const {
-    auto it = plan_.original_types.find(name);
-    return it == plan_.original_types.end() ? DType::kUndefined : it->second;
+    auto it = types_.find(name);
+    return it == types_.end() ? DType::kUndefined : it->second;
   }
   bool IsConstant(const std::string& name) const { return constants_.count(name) || summaries_.count(name); }
   bool Paintable(int u) const { return units_[u].eligible && !units_[u].cast_output; }
@@ -204,6 +203,7 @@ class Painter {
   ConvertTarget target_;
   const ValueSummaries& external_;
   const bool with_reasons_;  // fill NodePlan::reason
+  ValueTypeMap types_;       // every value of the input
   std::map<std::string, int64_t> opsets_;
   ConversionPlan plan_;
   std::vector<NodeRef> refs_;

@@ -53,10 +53,7 @@ struct ConversionPlan {
   std::vector<GraphScope> graphs;   // main graph first, parents before children
   std::vector<const onnx::NodeProto*> node_order;  // graphs in order, nodes in file order
   std::vector<NodePlan> nodes;                     // nodes[n] is the plan of node_order[n]
-  std::unordered_map<std::string, DType> value_types;     // every value, after conversion
-  // The values whose dtype the conversion changes (or that the passes add), with the
-  // dtype they had before; any other value had its value_types dtype before as well.
-  std::unordered_map<std::string, DType> original_types;
+  std::unordered_map<std::string, DType> value_types;  // every value, after conversion
   std::vector<std::string> unknown_ops;  // "domain:Op" without an ops.def entry, sorted
 };
 

@@ -155,7 +155,6 @@ Status ConvertInitializers(PassContext& context) {
         if (use.dtype == low) use.node->set_input(use.input, copy.name());
       }
       plan.value_types[copy.name()] = low;
-      plan.original_types[copy.name()] = DType::kFloat32;
       *graph.add_initializer() = std::move(copy);  // invalidates `init`
       ++report.initializers_duplicated;
     }

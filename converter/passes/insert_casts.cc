@@ -92,7 +92,6 @@ class CastInserter {
     }
     casts_[{input, dtype, g}] = output;
     plan_.value_types[output] = dtype;
-    plan_.original_types[output] = dtype;
     ++report_.casts_inserted;
   }
 
@@ -127,7 +126,6 @@ class CastInserter {
       const std::string low_name = names_.Take(name + "_amp_" + std::string(DTypeName(actual)));
       RenameValue(name, low_name, g);
       plan_.value_types[low_name] = actual;
-      plan_.original_types[low_name] = actual;
       plan_.value_types[name] = wanted;
       producers_[low_name] = producer->second;
       AddCast(low_name, name, wanted, g);

@@ -47,9 +47,9 @@ Status RewriteAttributes(PassContext& context) {
   for (size_t n = 0; n < plan.node_order.size(); ++n) {
     const onnx::NodeProto* const_node = plan.node_order[n];
     const NodePlan& node_plan = plan.nodes[n];
-    if (node_plan.output_types.empty() || node_plan.output_types[0] != low) continue;
-    auto original = plan.original_types.find(const_node->output(0));  // the low output was float32
-    if (original == plan.original_types.end() || original->second != DType::kFloat32) continue;
+    // Painted low, not low already in the input: a low output written by a node that
+    // computes low was float32 (the attributes below say which dtype they make).
+    if (node_plan.output_types.empty() || node_plan.output_types[0] != low || node_plan.compute_type != low) continue;
     auto* node = const_cast<onnx::NodeProto*>(const_node);
     const bool onnx_domain = IsOnnxDomain(node->domain());
     if (onnx_domain && node->op_type() == "Constant") {
