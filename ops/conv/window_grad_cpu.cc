@@ -1,7 +1,7 @@
-// Gradients of the sliding-window ops as direct loops (no im2col): each output
-// position's window is resolved once into input offsets (-1 for padding), then dY is
-// routed back through it. The geometry comes from the forward attributes, resolved by
-// ops/conv/window_geometry exactly as the forward kernels resolve them.
+// Gradients of the pools as direct loops: each output position's window is resolved
+// once into input offsets (-1 for padding), then dY is routed back through it. The
+// geometry comes from the forward attributes, resolved by ops/conv/window_geometry
+// exactly as the forward kernels resolve them.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -80,61 +80,6 @@ Expected<PoolGradInputs> ReadPoolGradInputs(KernelContext& context) {
 }
 
 }  // namespace
-
-// Y[n, m, o] = sum over c in m's group and taps k of X[n, c, tap(o, k)] * W[m, c', k] (+ B[m]):
-// dX[n, c, tap(o, k)] += dY[n, m, o] * W[m, c', k]
-// dW[m, c', k] += dY[n, m, o] * X[n, c, tap(o, k)]
-// dB[m] = sum of dY[n, m, o]
-Status ConvGradKernel(KernelContext& context) {
-  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* dy, FloatInput(context, 0));
-  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* x, FloatInput(context, 1));
-  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* w, FloatInput(context, 2));
-  if (x->rank() < 3 || w->rank() != x->rank()) {
-    return context.Error(ErrorCode::kInvalidModel, "X and W must be [N, C, spatial...] and [M, C/group, k...]");
-  }
-  const int64_t group = context.attr_int("group", 1);
-  const int64_t n = x->dim(0);
-  const int64_t channels = x->dim(1);
-  const int64_t maps = w->dim(0);
-  const int64_t group_channels = w->dim(1);
-  if (group < 1 || channels != group_channels * group || maps % group != 0) {
-    return context.Error(ErrorCode::kInvalidModel, "channels do not match group " + std::to_string(group));
-  }
-  ONNX_AMP_ASSIGN_OR_RETURN(const WindowGeometry g,
-                            ForwardWindow(context, SpatialDims(x->shape()), SpatialDims(w->shape()), false));
-  ONNX_AMP_RETURN_IF_ERROR(CheckOutput(context, *dy, n, maps, g));
-  const WindowTable t = BuildTable(g);
-  const std::vector<float> gv = ToFloat32(*dy);
-  const std::vector<float> xv = ToFloat32(*x);
-  const std::vector<float> wv = ToFloat32(*w);
-  std::vector<float> dx(xv.size(), 0.0f);
-  std::vector<float> dw(wv.size(), 0.0f);
-  std::vector<float> db(static_cast<size_t>(maps), 0.0f);
-  const int64_t maps_per_group = maps / group;
-  for (int64_t b = 0; b < n; ++b) {
-    for (int64_t m = 0; m < maps; ++m) {
-      const int64_t first_channel = (m / maps_per_group) * group_channels;
-      const float* g_plane = gv.data() + (b * maps + m) * t.out_size;
-      for (int64_t o = 0; o < t.out_size; ++o) {
-        const float grad = g_plane[o];
-        db[m] += grad;
-        for (int64_t cl = 0; cl < group_channels; ++cl) {
-          const int64_t x_plane = (b * channels + first_channel + cl) * t.in_size;
-          const int64_t w_base = (m * group_channels + cl) * t.kernel_size;
-          for (int64_t k = 0; k < t.kernel_size; ++k) {
-            const int64_t offset = t.offsets[o * t.kernel_size + k];
-            if (offset < 0) continue;
-            dx[x_plane + offset] += grad * wv[w_base + k];
-            dw[w_base + k] += grad * xv[x_plane + offset];
-          }
-        }
-      }
-    }
-  }
-  ONNX_AMP_RETURN_IF_ERROR(WriteOutput(context, 0, dy->dtype(), x->shape(), dx));
-  ONNX_AMP_RETURN_IF_ERROR(WriteOutput(context, 1, dy->dtype(), w->shape(), dw));
-  return WriteOutput(context, 2, dy->dtype(), {maps}, db);
-}
 
 // Each dY goes to the first maximum of its window (the tap the forward kernel picks).
 Status MaxPoolGradKernel(KernelContext& context) {
