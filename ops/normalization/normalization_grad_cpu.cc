@@ -38,24 +38,6 @@ class LaneSums {
   float lanes_[kLanes] = {};
 };
 
-// Planes of `size` elements of a float32, float16 or bfloat16 tensor as float32: float32
-// data in place, the others widened into a buffer (the last plane read stays valid).
-class PlaneReader {
- public:
-  PlaneReader(const Tensor& tensor, int64_t size)
-      : tensor_(tensor), size_(size), buffer_(static_cast<size_t>(tensor.dtype() == DType::kFloat32 ? 0 : size)) {}
-  const float* Read(int64_t offset) {
-    if (tensor_.dtype() == DType::kFloat32) return tensor_.data<float>() + offset;
-    LoadFloat32Block(tensor_, offset, size_, buffer_.data());
-    return buffer_.data();
-  }
-
- private:
-  const Tensor& tensor_;
-  int64_t size_;
-  std::vector<float> buffer_;
-};
-
 }  // namespace
 
 // X viewed as [rows, cols], cols = dims [axis, rank); mean and inv_std hold one value per row.
@@ -147,7 +129,7 @@ Status BatchNormalizationGradKernel(KernelContext& context) {
   // Chunks of at least ~16K elements: waking a thread for less costs more than it saves.
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, n * spatial));
   context.threads().ParallelFor(channels, grain, [&](int64_t begin, int64_t end) {
-    PlaneReader g_planes(*dy, spatial), x_planes(*x, spatial);
+    Float32BlockReader g_planes(*dy, spatial), x_planes(*x, spatial);
     std::vector<float> dx_plane(static_cast<size_t>(dx != nullptr && dx->dtype() != DType::kFloat32 ? spatial : 0));
     for (int64_t c = begin; c < end; ++c) {
       auto plane = [&](int64_t b) { return (b * channels + c) * spatial; };
