@@ -112,10 +112,9 @@ void PoolRowInterior(const T* x, const WindowGeometry& g, const PlaneWindows& p,
 }
 
 template <typename T>
-void PoolPlanes(const T* in, T* out, const WindowGeometry& g, bool max, bool count_include_pad, int64_t begin,
-                int64_t end) {
+void PoolPlanes(const T* in, T* out, const WindowGeometry& g, const PlaneWindows& p, bool max, bool count_include_pad,
+                int64_t begin, int64_t end) {
   const int64_t in_h = g.in[0], in_w = g.in[1], out_h = g.out[0], out_w = g.out[1];
-  const PlaneWindows p = ResolveWindows(g);
   std::vector<ComputeType<T>> acc(static_cast<size_t>(out_w));
   for (int64_t plane = begin; plane < end; ++plane) {
     const T* x = in + plane * in_h * in_w;
@@ -177,12 +176,27 @@ Status Pool2d(KernelContext& context, const Tensor& x, const WindowGeometry& g, 
               Tensor& y) {
   const int64_t planes = x.dim(0) * x.dim(1);
   const int64_t grain = std::max<int64_t>(1, kOutputsPerChunk / std::max<int64_t>(1, g.out[0] * g.out[1]));
+  const PlaneWindows windows = ResolveWindows(g);
+  if (IsLowPrecision(x.dtype())) {
+    // Widened and rounded a plane at a time (vectorised conversions); the float32 pool
+    // in between computes exactly what the per-element conversions would.
+    const int64_t in_size = g.in[0] * g.in[1], out_size = g.out[0] * g.out[1];
+    context.threads().ParallelFor(planes, grain, [&](int64_t begin, int64_t end) {
+      Float32BlockReader reader(x, in_size);
+      std::vector<float> pooled(static_cast<size_t>(out_size));
+      for (int64_t plane = begin; plane < end; ++plane) {
+        PoolPlanes(reader.Read(plane * in_size), pooled.data(), g, windows, max, count_include_pad, 0, 1);
+        StoreFloat32Block(pooled.data(), plane * out_size, out_size, y);
+      }
+    });
+    return Status::Ok();
+  }
   return DispatchFloat(context, x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* in = x.data<T>();
     T* out = y.data<T>();
     context.threads().ParallelFor(planes, grain, [&](int64_t begin, int64_t end) {
-      PoolPlanes(in, out, g, max, count_include_pad, begin, end);
+      PoolPlanes(in, out, g, windows, max, count_include_pad, begin, end);
     });
     return Status::Ok();
   });
