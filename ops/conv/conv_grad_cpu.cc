@@ -1,9 +1,10 @@
-// ConvGrad (dY, X, W) -> dX, dW, dB through oneDNN's backward convolutions on plain
-// NC[D]HW layouts: dX by backward-data, dW and dB together by backward-weights, each
-// primitive cached by problem like the forward Conv's. float32 runs as is; float16 and
-// bfloat16 are widened exactly to float32 (the same products, accumulated in float32)
-// and each gradient is rounded once to the dtype of dY, so a low-precision run gives
-// the float32 run's values rounded once.
+// ConvGrad (dY, X, W) -> dX, dW, dB through oneDNN's backward convolutions: dX by
+// backward-data, dW and dB together by backward-weights, each primitive cached by
+// problem like the forward Conv's, NC[D]HW tensors reordered per call into the layouts
+// oneDNN's direct kernels choose. float32 runs as is; bfloat16 runs natively where the
+// CPU has optimised kernels (bf16 operands, float32 accumulation and gradients); float16
+// (and bfloat16 elsewhere) is widened exactly to float32. Each gradient is computed in
+// float32 and rounded once to the dtype of dY.
 #include <algorithm>
 #include <string>
 
@@ -24,6 +25,11 @@ struct ConvProblem {
   dnnl::memory::dims x_dims, w_dims, y_dims, strides, dilations, pad_l, pad_r;
   double multiply_adds = 1.0;
   std::string key;
+  dt operand = dt::f32;  // the type of dY, X and W; gradients are float32
+
+  std::string Key(const char* direction) const {
+    return std::string(direction) + "/" + std::to_string(static_cast<int>(operand)) + "/" + key;
+  }
 };
 
 ConvProblem DescribeProblem(int64_t batch, int64_t channels, int64_t maps, int64_t group, const WindowGeometry& g) {
@@ -49,8 +55,8 @@ ConvProblem DescribeProblem(int64_t batch, int64_t channels, int64_t maps, int64
   return p;
 }
 
-dnnl::memory::desc AnyLayout(const dnnl::memory::dims& dims) {
-  return dnnl::memory::desc(dims, dt::f32, dnnl::memory::format_tag::any);
+dnnl::memory::desc AnyLayout(const dnnl::memory::dims& dims, dt type = dt::f32) {
+  return dnnl::memory::desc(dims, type, dnnl::memory::format_tag::any);
 }
 
 // The forward primitive the backward ones are built against (oneDNN's hint). Every
@@ -58,53 +64,60 @@ dnnl::memory::desc AnyLayout(const dnnl::memory::dims& dims) {
 // and on plain ones it falls back to im2col and a GEMM, several times slower.
 dnnl::convolution_forward::primitive_desc ForwardHint(const ConvProblem& p) {
   const dnnl::convolution_forward::desc desc(
-      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, AnyLayout(p.x_dims),
-      AnyLayout(p.w_dims), dnn::PlainDesc({p.y_dims[1]}, dt::f32), AnyLayout(p.y_dims), p.strides, p.dilations,
-      p.pad_l, p.pad_r);
+      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, AnyLayout(p.x_dims, p.operand),
+      AnyLayout(p.w_dims, p.operand), dnn::PlainDesc({p.y_dims[1]}, dt::f32), AnyLayout(p.y_dims, p.operand),
+      p.strides, p.dilations, p.pad_l, p.pad_r);
   return dnnl::convolution_forward::primitive_desc(desc, dnn::CpuEngine());
 }
 
-// dX = the transposed convolution of dY with W.
-Status BackwardData(const ConvProblem& p, const float* dy, const float* w, float* dx) {
+// dX = the transposed convolution of dY with W. Unsupported for bfloat16 operands
+// without an optimised kernel.
+Status BackwardData(const ConvProblem& p, const void* dy, const void* w, float* dx) {
   const auto x_md = dnn::PlainDesc(p.x_dims, dt::f32);
-  const auto w_md = dnn::PlainDesc(p.w_dims, dt::f32);
-  const auto y_md = dnn::PlainDesc(p.y_dims, dt::f32);
-  ONNX_AMP_ASSIGN_OR_RETURN(auto primitive, dnn::CachedPrimitive("conv_bwd_data/" + p.key, p.multiply_adds, [&]() {
+  const auto w_md = dnn::PlainDesc(p.w_dims, p.operand);
+  const auto y_md = dnn::PlainDesc(p.y_dims, p.operand);
+  ONNX_AMP_ASSIGN_OR_RETURN(auto primitive, dnn::CachedPrimitive(p.Key("conv_bwd_data"), p.multiply_adds, [&]() {
     const dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, AnyLayout(p.x_dims),
-                                                     AnyLayout(p.w_dims), AnyLayout(p.y_dims), p.strides,
-                                                     p.dilations, p.pad_l, p.pad_r);
+                                                     AnyLayout(p.w_dims, p.operand), AnyLayout(p.y_dims, p.operand),
+                                                     p.strides, p.dilations, p.pad_l, p.pad_r);
     dnnl::primitive_attr attr;
     dnn::PrepareAttr(attr);
     const dnnl::convolution_backward_data::primitive_desc pd(desc, attr, dnn::CpuEngine(), ForwardHint(p));
+    if (p.operand != dt::f32 && !dnn::IsOptimized(pd)) return std::optional<dnn::Primitive>();
     dnn::Primitive primitive = dnn::MakePrimitive<dnnl::convolution_backward_data>(pd);
     dnn::AddRelayout(primitive, DNNL_ARG_DIFF_DST, false, y_md, pd.diff_dst_desc());
     dnn::AddRelayout(primitive, DNNL_ARG_WEIGHTS, false, w_md, pd.weights_desc());
     dnn::AddRelayout(primitive, DNNL_ARG_DIFF_SRC, true, x_md, pd.diff_src_desc());
     return std::optional<dnn::Primitive>(std::move(primitive));
   }));
+  if (!primitive) return Unsupported("no optimised oneDNN backward-data convolution for these operands");
   return dnn::Execute(*primitive, {{DNNL_ARG_DIFF_DST, {y_md, dy}}, {DNNL_ARG_WEIGHTS, {w_md, w}},
                                    {DNNL_ARG_DIFF_SRC, {x_md, dx}}});
 }
 
 // dW = the correlation of X with dY, dB = dY summed over the batch and space.
-Status BackwardWeights(const ConvProblem& p, const float* dy, const float* x, float* dw, float* db) {
-  const auto x_md = dnn::PlainDesc(p.x_dims, dt::f32);
+// Unsupported for bfloat16 operands without an optimised kernel.
+Status BackwardWeights(const ConvProblem& p, const void* dy, const void* x, float* dw, float* db) {
+  const auto x_md = dnn::PlainDesc(p.x_dims, p.operand);
   const auto w_md = dnn::PlainDesc(p.w_dims, dt::f32);
   const auto b_md = dnn::PlainDesc({p.y_dims[1]}, dt::f32);
-  const auto y_md = dnn::PlainDesc(p.y_dims, dt::f32);
-  ONNX_AMP_ASSIGN_OR_RETURN(auto primitive, dnn::CachedPrimitive("conv_bwd_weights/" + p.key, p.multiply_adds, [&]() {
-    const dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, AnyLayout(p.x_dims),
-                                                        AnyLayout(p.w_dims), b_md, AnyLayout(p.y_dims), p.strides,
-                                                        p.dilations, p.pad_l, p.pad_r);
+  const auto y_md = dnn::PlainDesc(p.y_dims, p.operand);
+  ONNX_AMP_ASSIGN_OR_RETURN(auto primitive, dnn::CachedPrimitive(p.Key("conv_bwd_weights"), p.multiply_adds, [&]() {
+    const dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct,
+                                                        AnyLayout(p.x_dims, p.operand), AnyLayout(p.w_dims), b_md,
+                                                        AnyLayout(p.y_dims, p.operand), p.strides, p.dilations,
+                                                        p.pad_l, p.pad_r);
     dnnl::primitive_attr attr;
     dnn::PrepareAttr(attr);
     const dnnl::convolution_backward_weights::primitive_desc pd(desc, attr, dnn::CpuEngine(), ForwardHint(p));
+    if (p.operand != dt::f32 && !dnn::IsOptimized(pd)) return std::optional<dnn::Primitive>();
     dnn::Primitive primitive = dnn::MakePrimitive<dnnl::convolution_backward_weights>(pd);
     dnn::AddRelayout(primitive, DNNL_ARG_DIFF_DST, false, y_md, pd.diff_dst_desc());
     dnn::AddRelayout(primitive, DNNL_ARG_SRC, false, x_md, pd.src_desc());
     dnn::AddRelayout(primitive, DNNL_ARG_DIFF_WEIGHTS, true, w_md, pd.diff_weights_desc());
     return std::optional<dnn::Primitive>(std::move(primitive));
   }));
+  if (!primitive) return Unsupported("no optimised oneDNN backward-weights convolution for these operands");
   return dnn::Execute(*primitive, {{DNNL_ARG_DIFF_DST, {y_md, dy}}, {DNNL_ARG_SRC, {x_md, x}},
                                    {DNNL_ARG_DIFF_WEIGHTS, {w_md, dw}}, {DNNL_ARG_DIFF_BIAS, {b_md, db}}});
 }
@@ -202,7 +215,22 @@ Status ConvGradKernel(KernelContext& context) {
     }
     return Status::Ok();
   }
-  const ConvProblem problem = DescribeProblem(n, channels, maps, group, g);
+  ConvProblem problem = DescribeProblem(n, channels, maps, group, g);
+  if (dtype == DType::kBFloat16) {
+    // bfloat16 operands run natively where the CPU has optimised kernels: the products
+    // are exact in float32 and accumulate in float32, as on widened operands.
+    problem.operand = dt::bf16;
+    Status status = Status::Ok();
+    if (want_dx) status = BackwardData(problem, dy->raw_data(), w->raw_data(), dx.data);
+    if (status.ok() && want_dw) status = BackwardWeights(problem, dy->raw_data(), x->raw_data(), dw.data, db.data);
+    if (status.ok()) {
+      for (GradientBuffer* buffer : {&dx, &dw, &db}) Finish(context, *buffer);
+      return Status::Ok();
+    }
+    if (status.code() != ErrorCode::kUnsupported) return Report(context, status);
+    problem.operand = dt::f32;
+  }
+  // Widening to float32 is exact: the same products, accumulated in float32.
   Tensor dy_wide, x_wide, w_wide;
   ONNX_AMP_ASSIGN_OR_RETURN(const float* dy_data, Float32Data(context, *dy, dy_wide));
   if (want_dx) {
