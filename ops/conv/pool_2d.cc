@@ -67,8 +67,8 @@ namespace {
 
 // One output row's max or mean over the interior columns into acc[ow], each tap one
 // pass over the columns, in the scalar path's tap order (so the same bits). For the max,
-// tap[ow] gets the winning tap's index in the window (row-major over the taps inside
-// the input) when tap is not null.
+// tap[ow] gets the winning tap's offset within the plane when tap is not null (32 bits,
+// as wide as the floats, so the selection vectorises; MaxPool2dArgmax checks the size).
 template <typename T>
 void PoolRowInterior(const T* x, const WindowGeometry& g, const PlaneWindows& p, const TapRange& rows, bool max,
                      bool count_include_pad, ComputeType<T>* acc, int32_t* tap) {
@@ -78,28 +78,30 @@ void PoolRowInterior(const T* x, const WindowGeometry& g, const PlaneWindows& p,
   if (max) {
     const int64_t first = rows.begin * in_w + left;
     for (int64_t ow = begin; ow < end; ++ow) acc[ow] = LoadValue(x[first + ow * stride]);
-    if (tap != nullptr) std::fill(tap + begin, tap + end, 0);
+    if (tap != nullptr) {
+      for (int64_t ow = begin; ow < end; ++ow) tap[ow] = static_cast<int32_t>(first + ow * stride);
+    }
   } else {
     std::fill(acc + begin, acc + end, Acc(0));
   }
-  int32_t index = 0;
   for (int64_t h = rows.begin; h < rows.end; ++h) {
-    for (int64_t k = 0; k < g.kernel[1]; ++k, ++index) {
-      const T* column = x + h * in_w + left + k;
+    for (int64_t k = 0; k < g.kernel[1]; ++k) {
+      // May be negative (the left pad); offset + ow * stride never is for interior columns.
+      const int64_t offset = h * in_w + left + k;
       if (!max) {
-        for (int64_t ow = begin; ow < end; ++ow) acc[ow] += LoadValue(column[ow * stride]);
+        for (int64_t ow = begin; ow < end; ++ow) acc[ow] += LoadValue(x[offset + ow * stride]);
       } else if (tap == nullptr) {
         for (int64_t ow = begin; ow < end; ++ow) {
-          const Acc value = LoadValue(column[ow * stride]);
+          const Acc value = LoadValue(x[offset + ow * stride]);
           const bool take = (value > acc[ow]) | (std::isnan(value) & !std::isnan(acc[ow]));
           acc[ow] = take ? value : acc[ow];
         }
       } else {
         for (int64_t ow = begin; ow < end; ++ow) {
-          const Acc value = LoadValue(column[ow * stride]);
+          const Acc value = LoadValue(x[offset + ow * stride]);
           const bool take = (value > acc[ow]) | (std::isnan(value) & !std::isnan(acc[ow]));
           acc[ow] = take ? value : acc[ow];
-          tap[ow] = take ? index : tap[ow];
+          tap[ow] = take ? static_cast<int32_t>(offset + ow * stride) : tap[ow];
         }
       }
     }
@@ -135,7 +137,7 @@ void PoolPlanes(const T* in, T* out, const WindowGeometry& g, const PlaneWindows
 }  // namespace
 
 void MaxPool2dArgmax(const float* x, const WindowGeometry& g, const PlaneWindows& p, int64_t* argmax) {
-  const int64_t in_w = g.in[1], out_h = g.out[0], out_w = g.out[1], kernel_w = g.kernel[1];
+  const int64_t in_w = g.in[1], out_h = g.out[0], out_w = g.out[1];
   thread_local std::vector<float> acc;
   thread_local std::vector<int32_t> tap;
   acc.resize(static_cast<size_t>(out_w));
@@ -146,10 +148,7 @@ void MaxPool2dArgmax(const float* x, const WindowGeometry& g, const PlaneWindows
     const bool interior = rows.begin < rows.end;
     if (interior) {
       PoolRowInterior(x, g, p, rows, true, false, acc.data(), tap.data());
-      for (int64_t ow = p.interior_begin; ow < p.interior_end; ++ow) {
-        const int64_t column = ow * g.strides[1] - g.pads_begin[1] + tap[ow] % kernel_w;
-        row_argmax[ow] = (rows.begin + tap[ow] / kernel_w) * in_w + column;
-      }
+      for (int64_t ow = p.interior_begin; ow < p.interior_end; ++ow) row_argmax[ow] = tap[ow];
     }
     for (int64_t ow = 0; ow < out_w; ++ow) {
       if (interior && ow >= p.interior_begin && ow < p.interior_end) continue;

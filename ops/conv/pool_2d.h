@@ -42,7 +42,7 @@ PlaneWindows ResolveWindows(const WindowGeometry& g);
 
 // The offset within the plane of the tap Pool2d's max picks for each output of a float32
 // plane x (-1 for a window with no tap inside the input), for MaxPoolGrad; `p` is
-// ResolveWindows(g).
+// ResolveWindows(g). Planes of fewer than 2^31 elements only.
 void MaxPool2dArgmax(const float* x, const WindowGeometry& g, const PlaneWindows& p, int64_t* argmax);
 
 }  // namespace onnx_amp

@@ -38,6 +38,31 @@ class LaneSums {
   float lanes_[kLanes] = {};
 };
 
+// The N planes of one channel of an [N, C, spatial] tensor as float32: float32 data in
+// place, float16/bfloat16 widened once per channel (the gradient reads them four times).
+class ChannelPlanes {
+ public:
+  ChannelPlanes(const Tensor& tensor, int64_t n, int64_t channels, int64_t spatial)
+      : tensor_(tensor), n_(n), channels_(channels), spatial_(spatial),
+        buffer_(static_cast<size_t>(tensor.dtype() == DType::kFloat32 ? 0 : n * spatial)) {}
+  void Select(int64_t channel) {
+    channel_ = channel;
+    if (tensor_.dtype() == DType::kFloat32) return;
+    for (int64_t b = 0; b < n_; ++b) {
+      LoadFloat32Block(tensor_, (b * channels_ + channel) * spatial_, spatial_, buffer_.data() + b * spatial_);
+    }
+  }
+  const float* Plane(int64_t b) const {
+    if (tensor_.dtype() == DType::kFloat32) return tensor_.data<float>() + (b * channels_ + channel_) * spatial_;
+    return buffer_.data() + b * spatial_;
+  }
+
+ private:
+  const Tensor& tensor_;
+  int64_t n_, channels_, spatial_, channel_ = 0;
+  std::vector<float> buffer_;
+};
+
 }  // namespace
 
 // X viewed as [rows, cols], cols = dims [axis, rank); mean and inv_std hold one value per row.
@@ -129,19 +154,20 @@ Status BatchNormalizationGradKernel(KernelContext& context) {
   // Chunks of at least ~16K elements: waking a thread for less costs more than it saves.
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, n * spatial));
   context.threads().ParallelFor(channels, grain, [&](int64_t begin, int64_t end) {
-    Float32BlockReader g_planes(*dy, spatial), x_planes(*x, spatial);
+    ChannelPlanes g_planes(*dy, n, channels, spatial), x_planes(*x, n, channels, spatial);
     std::vector<float> dx_plane(static_cast<size_t>(dx != nullptr && dx->dtype() != DType::kFloat32 ? spatial : 0));
     for (int64_t c = begin; c < end; ++c) {
-      auto plane = [&](int64_t b) { return (b * channels + c) * spatial; };
+      g_planes.Select(c);
+      x_planes.Select(c);
       float mean = 0.0f;
       float var = 0.0f;
       if (training) {
         LaneSums sum;
-        for (int64_t b = 0; b < n; ++b) sum.Add(spatial, [xs = x_planes.Read(plane(b))](int64_t i) { return xs[i]; });
+        for (int64_t b = 0; b < n; ++b) sum.Add(spatial, [xs = x_planes.Plane(b)](int64_t i) { return xs[i]; });
         mean = sum.Total() / count;
         LaneSums squares;
         for (int64_t b = 0; b < n; ++b) {
-          squares.Add(spatial, [xs = x_planes.Read(plane(b)), mean](int64_t i) { return (xs[i] - mean) * (xs[i] - mean); });
+          squares.Add(spatial, [xs = x_planes.Plane(b), mean](int64_t i) { return (xs[i] - mean) * (xs[i] - mean); });
         }
         var = squares.Total() / count;
       } else {
@@ -151,8 +177,8 @@ Status BatchNormalizationGradKernel(KernelContext& context) {
       const float inv_std = 1.0f / std::sqrt(var + epsilon);
       LaneSums sum_g, sum_g_centered;
       for (int64_t b = 0; b < n; ++b) {
-        const float* gs = g_planes.Read(plane(b));
-        const float* xs = x_planes.Read(plane(b));
+        const float* gs = g_planes.Plane(b);
+        const float* xs = x_planes.Plane(b);
         sum_g.Add(spatial, [gs](int64_t i) { return gs[i]; });
         sum_g_centered.Add(spatial, [gs, xs, mean](int64_t i) { return gs[i] * (xs[i] - mean); });
       }
@@ -161,15 +187,16 @@ Status BatchNormalizationGradKernel(KernelContext& context) {
       if (dx == nullptr) continue;
       const float a = sv[c] * inv_std, mean_g = dbias[c] / count, mean_gx = dscale[c] / count;
       for (int64_t b = 0; b < n; ++b) {
-        const float* gs = g_planes.Read(plane(b));
-        const float* xs = x_planes.Read(plane(b));
-        float* out = dx->dtype() == DType::kFloat32 ? dx->data<float>() + plane(b) : dx_plane.data();
+        const float* gs = g_planes.Plane(b);
+        const float* xs = x_planes.Plane(b);
+        const int64_t offset = (b * channels + c) * spatial;
+        float* out = dx->dtype() == DType::kFloat32 ? dx->data<float>() + offset : dx_plane.data();
         if (training) {
           for (int64_t i = 0; i < spatial; ++i) out[i] = a * (gs[i] - mean_g - (xs[i] - mean) * inv_std * mean_gx);
         } else {
           for (int64_t i = 0; i < spatial; ++i) out[i] = a * gs[i];
         }
-        if (out == dx_plane.data()) StoreFloat32Block(out, plane(b), spatial, *dx);
+        if (out == dx_plane.data()) StoreFloat32Block(out, offset, spatial, *dx);
       }
     }
   });
