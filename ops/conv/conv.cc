@@ -13,6 +13,7 @@
 #include "ops/common/onednn_utils.h"
 #include "ops/conv/conv_kernels.h"
 #include "ops/conv/window_geometry.h"
+#include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {
 namespace {
@@ -189,25 +190,32 @@ Status ConvCpu(KernelContext& context) {
     if (post_op.kind == FusedActivationKind::kNone) ApplyActivation(activation, *y, context.threads());
     return Status::Ok();
   }
-  std::vector<float> y_f32(static_cast<size_t>(y->num_elements()));
+  // Pooled work tensors: a fresh vector of an activation's size is fresh pages, zeroed
+  // by the kernel on first touch, on every call.
+  ONNX_AMP_ASSIGN_OR_RETURN(Tensor y_wide, context.ScratchFloat32(y->num_elements()));
+  float* y_f32 = y_wide.data<float>();
   Status status = Unsupported("float16 runs on float32 operands");
   if (dtype == DType::kBFloat16) {
-    status = RunDnnlConv(s, dt::bf16, x->raw_data(), w_source, bias_data, FusedActivation{}, y_f32.data());
+    status = RunDnnlConv(s, dt::bf16, x->raw_data(), w_source, bias_data, FusedActivation{}, y_f32);
   }
   if (status.code() == ErrorCode::kUnsupported) {
     // Widening to float32 is exact: the same products, accumulated in float32. Packed
     // weights are widened once, on the run that packs them.
-    const std::vector<float> x_f32 = ToFloat32(*x);
+    ONNX_AMP_ASSIGN_OR_RETURN(Tensor x_wide, context.ScratchFloat32(x->num_elements()));
+    float* x_f32 = x_wide.data<float>();
+    context.threads().ParallelFor(x->num_elements(), int64_t{1} << 16, [&](int64_t begin, int64_t end) {
+      LoadFloat32Block(*x, begin, end - begin, x_f32 + begin);
+    });
     std::vector<float> w_f32;
     dnn::WeightsSource widened = w_source;
     widened.plain = [&] {
       w_f32 = ToFloat32(*w);
       return static_cast<const void*>(w_f32.data());
     };
-    status = RunDnnlConv(s, dt::f32, x_f32.data(), widened, bias_data, FusedActivation{}, y_f32.data());
+    status = RunDnnlConv(s, dt::f32, x_f32, widened, bias_data, FusedActivation{}, y_f32);
   }
   if (!status.ok()) return context.Error(status.code(), status.message());
-  StoreWithActivation(y_f32.data(), *y, activation, context.threads());
+  StoreWithActivation(y_f32, *y, activation, context.threads());
   return Status::Ok();
 }
 
