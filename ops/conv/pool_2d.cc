@@ -108,7 +108,8 @@ void PoolRowInterior(const T* x, const WindowGeometry& g, const PlaneWindows& p,
   }
   if (!max) {
     const int64_t kernel_w = g.kernel[1];
-    const Acc divisor = static_cast<Acc>(count_include_pad ? rows.padded * kernel_w : (rows.end - rows.begin) * kernel_w);
+    const int64_t taps = count_include_pad ? rows.padded * kernel_w : (rows.end - rows.begin) * kernel_w;
+    const Acc divisor = static_cast<Acc>(taps);
     for (int64_t ow = begin; ow < end; ++ow) acc[ow] = acc[ow] / divisor;
   }
 }
@@ -127,7 +128,8 @@ void PoolPlanes(const T* in, T* out, const WindowGeometry& g, const PlaneWindows
       if (interior) PoolRowInterior(x, g, p, rows, max, count_include_pad, acc.data(), nullptr);
       for (int64_t ow = 0; ow < out_w; ++ow) {
         const bool vectorised = interior && ow >= p.interior_begin && ow < p.interior_end;
-        const ComputeType<T> value = vectorised ? acc[ow] : PoolWindow(x, in_w, rows, p.cols[ow], max, count_include_pad);
+        const ComputeType<T> value =
+            vectorised ? acc[ow] : PoolWindow(x, in_w, rows, p.cols[ow], max, count_include_pad);
         y[oh * out_w + ow] = StoreValue<T>(value);
       }
     }

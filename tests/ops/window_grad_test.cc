@@ -207,9 +207,13 @@ TEST(BatchNormGradTest, TrainingModeMatchesDoubleReference) {
     for (int64_t c = 0; c < channels; ++c) {
       auto at = [&](int64_t b, int64_t p) { return static_cast<size_t>((b * channels + c) * spatial + p); };
       double mean = 0, var = 0;
-      for (int64_t b = 0; b < n; ++b) for (int64_t p = 0; p < spatial; ++p) mean += x.values[at(b, p)];
+      for (int64_t b = 0; b < n; ++b) {
+        for (int64_t p = 0; p < spatial; ++p) mean += x.values[at(b, p)];
+      }
       mean /= m;
-      for (int64_t b = 0; b < n; ++b) for (int64_t p = 0; p < spatial; ++p) var += std::pow(x.values[at(b, p)] - mean, 2);
+      for (int64_t b = 0; b < n; ++b) {
+        for (int64_t p = 0; p < spatial; ++p) var += std::pow(x.values[at(b, p)] - mean, 2);
+      }
       var /= m;
       const double inv_std = 1.0 / std::sqrt(var + static_cast<double>(epsilon));
       for (int64_t b = 0; b < n; ++b) {
@@ -225,7 +229,8 @@ TEST(BatchNormGradTest, TrainingModeMatchesDoubleReference) {
         for (int64_t p = 0; p < spatial; ++p) {
           const double g = dy.values[at(b, p)], xhat = (x.values[at(b, p)] - mean) * inv_std;
           dx[at(b, p)] = scale.values[c] * inv_std * (g - dbias[c] / m - xhat * dscale[c] / m);
-          dx_scale[at(b, p)] = scale.values[c] * inv_std * (std::abs(g) + dbias_abs[c] / m + std::abs(xhat) * dscale_abs[c] / m);
+          dx_scale[at(b, p)] =
+              scale.values[c] * inv_std * (std::abs(g) + dbias_abs[c] / m + std::abs(xhat) * dscale_abs[c] / m);
         }
       }
     }
@@ -246,7 +251,9 @@ TEST(BatchNormGradTest, TrainingModeMatchesDoubleReference) {
     const double relative = 1.01 * (m + 8) * kUnitF32;
     auto bounds = [&](const std::vector<double>& ref, const std::vector<double>& magnitude) {
       std::vector<double> bound(ref.size());
-      for (size_t i = 0; i < ref.size(); ++i) bound[i] = u_low * std::abs(ref[i]) + (1 + u_low) * relative * magnitude[i];
+      for (size_t i = 0; i < ref.size(); ++i) {
+        bound[i] = u_low * std::abs(ref[i]) + (1 + u_low) * relative * magnitude[i];
+      }
       return bound;
     };
     ExpectWithin(ToDoubles((*result)[0]), dx, bounds(dx, dx_scale), label + " dX");
