@@ -200,8 +200,8 @@ void Painter::AddUnit(int ref, const onnx::OpSchema* schema, const std::string& 
     unit.reason = "mixes float32 with other or unknown types";
   } else if (unit.precision_class == PrecisionClass::kFixedFp32) {
     unit.eligible = false;
-    unit.reason = node_ref.node_class.reason == "unknown op" ? std::string("unknown op")
-                                                             : "fixed float32: " + std::string(node_ref.node_class.reason);
+    const std::string class_reason(node_ref.node_class.reason);
+    unit.reason = class_reason == "unknown op" ? class_reason : "fixed float32: " + class_reason;
   } else if (!HasFastArithmetic(policy_.hardware, plan_.low_type)) {
     unit.eligible = false;
     unit.reason = SlowHardwareReason();

@@ -1,6 +1,6 @@
 // ConversionPlan: the painted decision for a whole model (every graph, subgraphs
 // included) that the passes in converter/passes/ materialize. Value names are unique
-// across a model and its subgraphs (ONNX SSA), so the dtype maps are keyed by name.
+// across a model and its subgraphs (ONNX SSA), so the dtype map is keyed by name.
 #pragma once
 
 #include <string>
