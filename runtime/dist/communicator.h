@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string_view>
 
 #include "runtime/core/dtype.h"
@@ -14,6 +15,19 @@
 namespace onnx_amp {
 
 enum class ReduceOp { kSum, kMax };
+
+// A collective started and not yet waited for. Its memory belongs to the collective until
+// Wait() returns. Destroying it waits for it (a rank must never free memory MPI may still
+// write).
+class PendingCollective {
+ public:
+  virtual ~PendingCollective() = default;
+  // Lets the collective advance without blocking (MPI moves a non-blocking collective on
+  // only inside MPI calls) and says whether it has completed.
+  virtual Expected<bool> Test() = 0;
+  // Completes it, bounded by the communicator's timeout.
+  virtual Status Wait() = 0;
+};
 
 class Communicator {
  public:
@@ -28,6 +42,11 @@ class Communicator {
   // backend reduces: host memory for MPI, the communicator's GPU for NCCL. `what` names the
   // collective in errors ("gradients of step 12"). Supported dtypes: float32, float64, int64.
   virtual Status AllReduce(void* data, int64_t count, DType dtype, ReduceOp op, std::string_view what) = 0;
+  // Starts the same all-reduce and returns before it completes, so that work can go on
+  // beside it. Every rank starts its collectives in the same order. This default runs it
+  // to completion at once; MpiCommunicator starts a non-blocking one.
+  virtual Expected<std::unique_ptr<PendingCollective>> StartAllReduce(void* data, int64_t count, DType dtype, ReduceOp op,
+                                                                      std::string_view what);
   // Copies `bytes` bytes at `data` from `root` to every rank (host memory for MPI).
   virtual Status Broadcast(void* data, int64_t bytes, int root, std::string_view what) = 0;
 };
