@@ -36,3 +36,17 @@ if(NOT ONNX_AMP_CUDA STREQUAL "OFF")
   endif()
 endif()
 message(STATUS "onnx-amp: CUDA backend ${ONNX_AMP_WITH_CUDA}")
+
+# Makes executable `target` a host of the CUDA backend library (runtime/exec/cuda_backend.h),
+# which it loads with dlopen instead of linking the CUDA libraries. The library resolves its
+# undefined symbols against the executable, so the executable exports its symbols and
+# carries every object of the layers the CUDA code builds on, including the host-side parts
+# only the CUDA code calls (the caching pool, the GEMM and convolution cache keys). It builds
+# with the library, which lands next to it in bin/.
+function(onnx_amp_host_cuda_backend target)
+  set_target_properties(${target} PROPERTIES ENABLE_EXPORTS ON)
+  target_link_options(${target} PRIVATE "LINKER:--whole-archive"
+    "$<TARGET_FILE:onnx_amp_core>" "$<TARGET_FILE:onnx_amp_exec>" "$<TARGET_FILE:onnx_amp_ops>"
+    "LINKER:--no-whole-archive")
+  add_dependencies(${target} onnx_amp_cuda_backend)
+endfunction()

@@ -23,4 +23,6 @@ onnx_amp_layer(train PATHS runtime/train USES executor autodiff)
 onnx_amp_layer(converter PATHS converter USES graph io op_defs)
 onnx_amp_layer(search PATHS converter/search USES converter validate)
 onnx_amp_layer(dist PATHS runtime/dist USES train)
+# The CUDA backend library (runtime/exec/cuda_backend.h): the CUDA device, kernels and NCCL.
+onnx_amp_layer(cuda_backend PATHS runtime/cuda/backend USES ops cuda dist)
 onnx_amp_layer(cli PATHS tools/onnx-amp USES search train dist)

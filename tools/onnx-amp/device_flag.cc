@@ -1,9 +1,8 @@
 #include "tools/onnx-amp/device_flag.h"
 
 #if ONNX_AMP_WITH_CUDA
-#include "ops/cuda_kernels.h"
-#include "runtime/cuda/cuda_context.h"
-#include "runtime/cuda/cuda_versions.h"
+#include "runtime/cuda/cuda_build_versions.h"
+#include "runtime/exec/cuda_backend.h"
 #endif
 
 namespace onnx_amp {
@@ -22,11 +21,12 @@ Expected<std::unique_ptr<Device>> OpenDevice(const DeviceFlags& flags) {
   }
   if (flags.device != "cuda") return InvalidArgument("--device '" + flags.device + "': expected cpu or cuda");
 #if ONNX_AMP_WITH_CUDA
-  CudaDeviceOptions options;
-  options.allow_tf32 = flags.allow_tf32;
-  Expected<std::unique_ptr<CudaDevice>> device = CudaDevice::Create(options, CudaKernelRegistry());
+  // The CUDA libraries are mapped from here on, and only in processes that get here.
+  Expected<const CudaBackend*> backend = LoadCudaBackend();
+  if (!backend.ok()) return backend.status().WithContext("--device cuda");
+  Expected<std::unique_ptr<Device>> device = (*backend)->open_device(0, flags.allow_tf32);
   if (!device.ok()) return device.status().WithContext("--device cuda");
-  return std::unique_ptr<Device>(std::move(device).value());
+  return device;
 #else
   return Unsupported("--device cuda: this onnx-amp was built without CUDA support (no nvcc at build time)");
 #endif
@@ -34,7 +34,9 @@ Expected<std::unique_ptr<Device>> OpenDevice(const DeviceFlags& flags) {
 
 std::string DeviceLibraryVersions() {
 #if ONNX_AMP_WITH_CUDA
-  return CudaLibraryVersions();
+  Expected<const CudaBackend*> backend = LoadCudaBackend();
+  if (!backend.ok()) return "built with " + CudaBuildVersions() + "; backend not loadable: " + backend.status().message();
+  return (*backend)->library_versions();
 #else
   return "CUDA support not compiled in";
 #endif

@@ -25,7 +25,8 @@ void AddDeviceFlags(CLI::App& command, DeviceFlags& flags);
 Expected<std::unique_ptr<Device>> OpenDevice(const DeviceFlags& flags);
 
 // The libraries behind --device cuda, for --version: "CUDA runtime ..., cuBLASLt ...,
-// cuDNN ...", or why there are none.
+// cuDNN ... (built with ...)" from the CUDA backend, which this loads; where it cannot be
+// loaded, the versions the build was made with and the reason.
 std::string DeviceLibraryVersions();
 
 }  // namespace onnx_amp
