@@ -30,6 +30,14 @@ class PendingCollective {
 };
 
 class Communicator {
+ private:
+  // What the default StartAllReduce returns: it ran to completion when it was started.
+  class CompletedCollective final : public PendingCollective {
+   public:
+    Expected<bool> Test() override { return true; }
+    Status Wait() override { return Status::Ok(); }
+  };
+
  public:
   virtual ~Communicator() = default;
 
@@ -44,9 +52,13 @@ class Communicator {
   virtual Status AllReduce(void* data, int64_t count, DType dtype, ReduceOp op, std::string_view what) = 0;
   // Starts the same all-reduce and returns before it completes, so that work can go on
   // beside it. Every rank starts its collectives in the same order. This default runs it
-  // to completion at once; MpiCommunicator starts a non-blocking one.
-  virtual Expected<std::unique_ptr<PendingCollective>> StartAllReduce(void* data, int64_t count, DType dtype, ReduceOp op,
-                                                                      std::string_view what);
+  // to completion at once; MpiCommunicator starts a non-blocking one. (Inline, as the whole
+  // interface: the CUDA backend library implements it without linking this folder.)
+  virtual Expected<std::unique_ptr<PendingCollective>> StartAllReduce(void* data, int64_t count, DType dtype,
+                                                                      ReduceOp op, std::string_view what) {
+    ONNX_AMP_RETURN_IF_ERROR(AllReduce(data, count, dtype, op, what));
+    return std::unique_ptr<PendingCollective>(new CompletedCollective());
+  }
   // Copies `bytes` bytes at `data` from `root` to every rank (host memory for MPI).
   virtual Status Broadcast(void* data, int64_t bytes, int root, std::string_view what) = 0;
 };

@@ -246,7 +246,9 @@ Status RunSteps(Frame& frame, RunState& state) {
       if (capture && (*state.capture_slots)[slot] && frame.slots[slot].defined()) {
         (*state.captured)[plan.slot_names[slot]] = frame.slots[slot];
       }
-      if (report && frame.slots[slot].defined()) ONNX_AMP_RETURN_IF_ERROR(ReportOutputs(slot, frame.slots[slot], state));
+      if (report && frame.slots[slot].defined()) {
+        ONNX_AMP_RETURN_IF_ERROR(ReportOutputs(slot, frame.slots[slot], state));
+      }
     }
     for (int slot : step.release_after) ReleaseSlot(frame, slot, state);
     // Tensors made inside bodies die within the control-flow kernel, out of the frames' sight.
@@ -420,7 +422,8 @@ Expected<RunResult> Executor::Run(const std::map<std::string, Tensor>& feeds, co
       result.captured[plan.slot_names[slot]] = frame.slots[slot];
     }
     // Outputs no step produces are final before the first step.
-    if (state.output_ready != nullptr && plan.slot_kinds[slot] != SlotKind::kNodeOutput && frame.slots[slot].defined()) {
+    const bool produced_by_no_step = plan.slot_kinds[slot] != SlotKind::kNodeOutput;
+    if (state.output_ready != nullptr && produced_by_no_step && frame.slots[slot].defined()) {
       ONNX_AMP_RETURN_IF_ERROR(ReportOutputs(static_cast<int>(slot), frame.slots[slot], state));
     }
   }
