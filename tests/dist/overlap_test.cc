@@ -103,7 +103,9 @@ class RecordingSync final : public ReplicaSync {
     started_before_sum.push_back(inner_.buckets_started());
     return inner_.SumGradients(gradients, loss_sum, step);
   }
-  Status AgreeOnSkip(bool& skip, int64_t& first, int64_t step) override { return inner_.AgreeOnSkip(skip, first, step); }
+  Status AgreeOnSkip(bool& skip, int64_t& first, int64_t step) override {
+    return inner_.AgreeOnSkip(skip, first, step);
+  }
   Status SumValues(std::span<double> values, std::string_view what) override { return inner_.SumValues(values, what); }
   Status CheckSameState(uint64_t fingerprint, std::string_view what) override {
     return inner_.CheckSameState(fingerprint, what);

@@ -39,7 +39,8 @@ Expected<std::unique_ptr<DistributedTraining>> DistributedTraining::StartIfLaunc
   ONNX_AMP_ASSIGN_OR_RETURN(std::unique_ptr<MpiCommunicator> communicator, MpiCommunicator::Create(timeout));
   InstallStopMessage(communicator->rank(), communicator->size());
   const auto bucket_bytes = static_cast<int64_t>(std::max(flags.bucket_mib, 1.0 / 1024.0) * 1024.0 * 1024.0);
-  return std::unique_ptr<DistributedTraining>(new DistributedTraining(std::move(communicator), bucket_bytes, !flags.no_overlap));
+  const bool overlap = !flags.no_overlap;
+  return std::unique_ptr<DistributedTraining>(new DistributedTraining(std::move(communicator), bucket_bytes, overlap));
 }
 
 int DistributedTraining::DefaultThreads() const {
