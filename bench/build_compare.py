@@ -38,7 +38,7 @@ def cpu_seconds(command):
 def cases(out, models, threads):
     """(name, function of a build folder -> command) for every case."""
     def infer(model, batch):
-        return lambda build: [build / "bin" / "runtime_bench", model, "--batch", str(batch), "--runs", "5",
+        return lambda build: [build / "bin" / "runtime_bench", model, "--batch", str(batch), "--runs", "20",
                               "--threads", str(threads)]
 
     def train(model, batch, policy):

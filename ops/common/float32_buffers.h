@@ -24,6 +24,26 @@ void StoreFromFloat32(const float* values, Tensor& out);
 // The same for elements [begin, end) only (values indexed like out).
 void StoreFromFloat32Range(const float* values, Tensor& out, int64_t begin, int64_t end);
 
+// Blocks of `size` elements of a float32, float16 or bfloat16 tensor as float32, for
+// kernels that walk a tensor plane by plane: float32 data is read in place, the others
+// are widened into the reader's buffer (valid until the next Read).
+class Float32BlockReader {
+ public:
+  Float32BlockReader(const Tensor& tensor, int64_t size)
+      : tensor_(tensor), size_(size), buffer_(static_cast<size_t>(tensor.dtype() == DType::kFloat32 ? 0 : size)) {}
+  // Elements [offset, offset + size).
+  const float* Read(int64_t offset) {
+    if (tensor_.dtype() == DType::kFloat32) return tensor_.data<float>() + offset;
+    LoadFloat32Block(tensor_, offset, size_, buffer_.data());
+    return buffer_.data();
+  }
+
+ private:
+  const Tensor& tensor_;
+  int64_t size_;
+  std::vector<float> buffer_;
+};
+
 // For the fused gradient kernels, which read float32, float16 and bfloat16 tensors as
 // float32 and round each output element once to the dtype of dY.
 // Input `index`, present and of a float32/float16/bfloat16 type.

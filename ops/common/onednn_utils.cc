@@ -1,5 +1,6 @@
 #include "ops/common/onednn_utils.h"
 
+#include <algorithm>
 #include <mutex>
 #include <string_view>
 #include <vector>
@@ -66,9 +67,22 @@ bool IsOptimized(const dnnl::primitive_desc_base& primitive_desc) {
   return std::string_view(primitive_desc.impl_info_str()).substr(0, 3) != "ref";
 }
 
+void AddRelayout(Primitive& primitive, int arg, bool output, const dnnl::memory::desc& plain,
+                 const dnnl::memory::desc& inner) {
+  if (plain == inner) return;
+  const dnnl::engine& engine = CpuEngine();
+  dnnl::primitive_attr attr;
+  PrepareAttr(attr);
+  const dnnl::reorder::primitive_desc pd = output ? dnnl::reorder::primitive_desc(engine, inner, engine, plain, attr)
+                                                  : dnnl::reorder::primitive_desc(engine, plain, engine, inner, attr);
+  primitive.scratchpad_bytes = std::max(primitive.scratchpad_bytes, pd.scratchpad_desc().get_size());
+  primitive.relayouts.push_back(Relayout{arg, output, plain, inner, dnnl::reorder(pd)});
+}
+
 Status Execute(const Primitive& primitive,
                const std::unordered_map<int, std::pair<dnnl::memory::desc, const void*>>& args) {
   thread_local std::vector<char> scratchpad;
+  thread_local std::vector<std::vector<char>> relayout_buffers;
   try {
     const dnnl::engine& engine = CpuEngine();
     std::unordered_map<int, dnnl::memory> memories;
@@ -76,15 +90,42 @@ Status Execute(const Primitive& primitive,
       // oneDNN takes non-const handles; inputs are only read.
       memories.emplace(arg, dnnl::memory(memory.first, engine, const_cast<void*>(memory.second)));
     }
+    dnnl::memory scratch;
     if (primitive.scratchpad_bytes > 0) {
       if (scratchpad.size() < primitive.scratchpad_bytes) scratchpad.resize(primitive.scratchpad_bytes);
       const dnnl::memory::desc scratch_md({static_cast<dnnl::memory::dim>(primitive.scratchpad_bytes)},
                                           dnnl::memory::data_type::u8, dnnl::memory::format_tag::a);
-      memories.emplace(DNNL_ARG_SCRATCHPAD, dnnl::memory(scratch_md, engine, scratchpad.data()));
+      scratch = dnnl::memory(scratch_md, engine, scratchpad.data());
+      memories.emplace(DNNL_ARG_SCRATCHPAD, scratch);
     }
     dnnl::stream& stream = ThreadStream();
     const RuntimeThreadsScope scope(primitive.threads);
+    // Arguments passed in their plain layout move into the primitive's own one.
+    if (relayout_buffers.size() < primitive.relayouts.size()) relayout_buffers.resize(primitive.relayouts.size());
+    std::vector<std::pair<const Relayout*, dnnl::memory>> outputs;
+    auto run_reorder = [&](const Relayout& relayout, const dnnl::memory& from, const dnnl::memory& to) {
+      std::unordered_map<int, dnnl::memory> reorder_args{{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+      if (scratch) reorder_args.emplace(DNNL_ARG_SCRATCHPAD, scratch);
+      relayout.reorder.execute(stream, reorder_args);
+    };
+    for (size_t i = 0; i < primitive.relayouts.size(); ++i) {
+      const Relayout& relayout = primitive.relayouts[i];
+      auto it = memories.find(relayout.arg);
+      if (it == memories.end() || it->second.get_desc() != relayout.plain_md) continue;
+      std::vector<char>& buffer = relayout_buffers[i];
+      if (buffer.size() < relayout.inner_md.get_size()) buffer.resize(relayout.inner_md.get_size());
+      dnnl::memory inner(relayout.inner_md, engine, buffer.data());
+      if (relayout.output) {
+        outputs.emplace_back(&relayout, it->second);
+      } else {
+        run_reorder(relayout, it->second, inner);
+      }
+      it->second = inner;
+    }
     primitive.primitive.execute(stream, memories);
+    for (const auto& [relayout, plain] : outputs) {
+      run_reorder(*relayout, memories.at(relayout->arg), plain);
+    }
     stream.wait();
   } catch (const dnnl::error& e) {
     return InternalError(std::string("oneDNN execution failed: ") + e.what());

@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 #include <unordered_map>
+#include <vector>
 
 #include <dnnl.hpp>
 
@@ -26,6 +27,17 @@ dnnl::stream& ThreadStream();
 // A dense row-major descriptor.
 dnnl::memory::desc PlainDesc(const dnnl::memory::dims& dims, dnnl::memory::data_type type);
 
+// An argument a primitive takes in a layout of its own choosing (format_tag::any, for
+// instance the channel-blocked layouts of oneDNN's direct convolutions) while callers
+// pass it dense row-major: Execute reorders it through a per-thread buffer before the
+// primitive runs (an input) or after it (an output).
+struct Relayout {
+  int arg = 0;
+  bool output = false;
+  dnnl::memory::desc plain_md, inner_md;
+  dnnl::reorder reorder;  // plain -> inner for an input, inner -> plain for an output
+};
+
 // A primitive with its scratchpad size. Primitives are built with a user-managed
 // scratchpad, so one cached primitive can run on several threads at once (each call
 // brings its own scratch memory).
@@ -34,7 +46,13 @@ struct Primitive {
   size_t scratchpad_bytes = 0;
   dnnl::memory::desc weights_md;  // the layout the primitive reads its weights in
   int threads = 1;                // built for and run on this many threads
+  std::vector<Relayout> relayouts;
 };
+
+// Records that `primitive` takes argument `arg` as `inner` while callers pass `plain`
+// (nothing when the two are the same layout).
+void AddRelayout(Primitive& primitive, int arg, bool output, const dnnl::memory::desc& plain,
+                 const dnnl::memory::desc& inner);
 
 // One node's constant weights, reordered once per primitive into the layout that
 // primitive prefers (format_tag::any), so later runs skip the reorder (and, for
@@ -98,13 +116,14 @@ inline constexpr double kSerialMultiplyAdds = 2e6;
 bool IsOptimized(const dnnl::primitive_desc_base& primitive_desc);
 
 // Runs the primitive on this thread's stream with this thread's scratchpad and waits.
-// Memory objects are created here from (descriptor, pointer) pairs.
+// Memory objects are created here from (descriptor, pointer) pairs; an argument given
+// in its Relayout's plain layout goes through that reorder.
 Status Execute(const Primitive& primitive,
                const std::unordered_map<int, std::pair<dnnl::memory::desc, const void*>>& args);
 
 template <typename PrimitiveType, typename PrimitiveDesc>
 Primitive MakePrimitive(const PrimitiveDesc& pd) {
-  return Primitive{PrimitiveType(pd), pd.scratchpad_desc().get_size(), pd.weights_desc(), 1};
+  return Primitive{PrimitiveType(pd), pd.scratchpad_desc().get_size(), pd.weights_desc(), 1, {}};
 }
 
 // A key fragment for dims ("2x3x4").

@@ -1,5 +1,6 @@
 // Conv (1-D/2-D/3-D, groups incl. depthwise, dilations, pads, auto_pad, bias) through
-// oneDNN with plain NC[D]HW layouts. float32 runs as is; bfloat16 runs natively (bf16
+// oneDNN, NC[D]HW tensors reordered per call into the layouts its direct kernels choose
+// (see RunDnnlConv). float32 runs as is; bfloat16 runs natively (bf16
 // operands, float32 accumulation and output) where the CPU has an optimised kernel;
 // float16 (and bfloat16 elsewhere) is widened exactly to float32. The float32 result
 // is rounded to the output dtype once. float64 runs a plain loop. Constant weights are
@@ -12,6 +13,7 @@
 #include "ops/common/onednn_utils.h"
 #include "ops/conv/conv_kernels.h"
 #include "ops/conv/window_geometry.h"
+#include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {
 namespace {
@@ -52,8 +54,7 @@ Status RunDnnlConv(const ConvShape& s, dt operand_type, const void* x, const dnn
   const auto b_md = dnn::PlainDesc({s.out_channels}, dt::f32);
   const auto y_md = dnn::PlainDesc(y_dims, dt::f32);
   const bool need_optimized = operand_type != dt::f32;
-  const bool packed = w.packed != nullptr;
-  const std::string key = ConvKey(s, operand_type, bias != nullptr) + ActivationKey(post_op) + (packed ? "/packed" : "");
+  const std::string key = ConvKey(s, operand_type, bias != nullptr) + ActivationKey(post_op);
   double multiply_adds = static_cast<double>(s.in_channels / s.group);
   for (const dnnl::memory::dim extent : y_dims) multiply_adds *= static_cast<double>(extent);
   for (const dnnl::memory::dim extent : g.kernel) multiply_adds *= static_cast<double>(extent);
@@ -61,14 +62,19 @@ Status RunDnnlConv(const ConvShape& s, dt operand_type, const void* x, const dnn
     const dnnl::memory::dims strides(g.strides.begin(), g.strides.end());
     const dnnl::memory::dims pad_l(g.pads_begin.begin(), g.pads_begin.end());
     const dnnl::memory::dims pad_r(g.pads_end.begin(), g.pads_end.end());
-    const auto weights_md = packed ? dnnl::memory::desc(w_dims, operand_type, dnnl::memory::format_tag::any) : w_md;
+    // Every layout is oneDNN's choice: its direct kernels want channel-blocked tensors,
+    // and on plain ones it falls back to im2col and a GEMM, several times slower.
+    // Execute reorders X, Y and unpacked weights per call (AddRelayout).
+    const dnnl::memory::desc x_any(x_dims, operand_type, dnnl::memory::format_tag::any);
+    const dnnl::memory::desc w_any(w_dims, operand_type, dnnl::memory::format_tag::any);
+    const dnnl::memory::desc y_any(y_dims, dt::f32, dnnl::memory::format_tag::any);
     const auto desc = bias != nullptr
                           ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                            dnnl::algorithm::convolution_direct, x_md, weights_md,
-                                                            b_md, y_md, strides, dilations, pad_l, pad_r)
+                                                            dnnl::algorithm::convolution_direct, x_any, w_any, b_md,
+                                                            y_any, strides, dilations, pad_l, pad_r)
                           : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                                            dnnl::algorithm::convolution_direct, x_md, weights_md,
-                                                            y_md, strides, dilations, pad_l, pad_r);
+                                                            dnnl::algorithm::convolution_direct, x_any, w_any, y_any,
+                                                            strides, dilations, pad_l, pad_r);
     dnnl::primitive_attr attr;
     dnn::PrepareAttr(attr);
     dnnl::post_ops ops;
@@ -76,7 +82,11 @@ Status RunDnnlConv(const ConvShape& s, dt operand_type, const void* x, const dnn
     attr.set_post_ops(ops);
     const dnnl::convolution_forward::primitive_desc pd(desc, attr, dnn::CpuEngine());
     if (need_optimized && !dnn::IsOptimized(pd)) return std::optional<dnn::Primitive>();
-    return std::optional<dnn::Primitive>(dnn::MakePrimitive<dnnl::convolution_forward>(pd));
+    dnn::Primitive primitive = dnn::MakePrimitive<dnnl::convolution_forward>(pd);
+    dnn::AddRelayout(primitive, DNNL_ARG_SRC, false, x_md, pd.src_desc());
+    dnn::AddRelayout(primitive, DNNL_ARG_WEIGHTS, false, w_md, pd.weights_desc());
+    dnn::AddRelayout(primitive, DNNL_ARG_DST, true, y_md, pd.dst_desc());
+    return std::optional<dnn::Primitive>(std::move(primitive));
   }));
   if (!primitive) return Unsupported("no optimised oneDNN convolution for these operands");
   ONNX_AMP_ASSIGN_OR_RETURN(const auto weights, dnn::ResolveWeights(*primitive, key, w_md, w));
@@ -180,25 +190,32 @@ Status ConvCpu(KernelContext& context) {
     if (post_op.kind == FusedActivationKind::kNone) ApplyActivation(activation, *y, context.threads());
     return Status::Ok();
   }
-  std::vector<float> y_f32(static_cast<size_t>(y->num_elements()));
+  // Pooled work tensors: a fresh vector of an activation's size is fresh pages, zeroed
+  // by the kernel on first touch, on every call.
+  ONNX_AMP_ASSIGN_OR_RETURN(Tensor y_wide, context.ScratchFloat32(y->num_elements()));
+  float* y_f32 = y_wide.data<float>();
   Status status = Unsupported("float16 runs on float32 operands");
   if (dtype == DType::kBFloat16) {
-    status = RunDnnlConv(s, dt::bf16, x->raw_data(), w_source, bias_data, FusedActivation{}, y_f32.data());
+    status = RunDnnlConv(s, dt::bf16, x->raw_data(), w_source, bias_data, FusedActivation{}, y_f32);
   }
   if (status.code() == ErrorCode::kUnsupported) {
     // Widening to float32 is exact: the same products, accumulated in float32. Packed
     // weights are widened once, on the run that packs them.
-    const std::vector<float> x_f32 = ToFloat32(*x);
+    ONNX_AMP_ASSIGN_OR_RETURN(Tensor x_wide, context.ScratchFloat32(x->num_elements()));
+    float* x_f32 = x_wide.data<float>();
+    context.threads().ParallelFor(x->num_elements(), int64_t{1} << 16, [&](int64_t begin, int64_t end) {
+      LoadFloat32Block(*x, begin, end - begin, x_f32 + begin);
+    });
     std::vector<float> w_f32;
     dnn::WeightsSource widened = w_source;
     widened.plain = [&] {
       w_f32 = ToFloat32(*w);
       return static_cast<const void*>(w_f32.data());
     };
-    status = RunDnnlConv(s, dt::f32, x_f32.data(), widened, bias_data, FusedActivation{}, y_f32.data());
+    status = RunDnnlConv(s, dt::f32, x_f32, widened, bias_data, FusedActivation{}, y_f32);
   }
   if (!status.ok()) return context.Error(status.code(), status.message());
-  StoreWithActivation(y_f32.data(), *y, activation, context.threads());
+  StoreWithActivation(y_f32, *y, activation, context.threads());
   return Status::Ok();
 }
 

@@ -14,7 +14,7 @@ Status GlobalAveragePoolCpu(KernelContext& context);  // global_pool.cc
 Status GlobalMaxPoolCpu(KernelContext& context);      // global_pool.cc
 Status GlobalLpPoolCpu(KernelContext& context);       // global_pool.cc
 
-// The fused gradients of domain ai.onnx_amp (window_grad_cpu.cc).
+// The fused gradients of domain ai.onnx_amp (conv_grad_cpu.cc, window_grad_cpu.cc).
 Status ConvGradKernel(KernelContext& context);         // (dY, X, W) -> dX, dW, dB
 Status MaxPoolGradKernel(KernelContext& context);      // (dY, X) -> dX
 Status AveragePoolGradKernel(KernelContext& context);  // (dY, X) -> dX

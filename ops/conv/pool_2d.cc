@@ -1,8 +1,10 @@
 #include "ops/conv/pool_2d.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "ops/common/float_compute.h"
 #include "runtime/exec/thread_pool.h"
@@ -13,12 +15,6 @@ namespace {
 // Outputs per parallel chunk: waking a thread for less costs more than it saves.
 constexpr int64_t kOutputsPerChunk = 1 << 14;
 
-// The taps [begin, end) of output `o` along one axis that lie inside the input, and
-// how many lie inside the padded input.
-struct TapRange {
-  int64_t begin, end, padded;
-};
-
 TapRange Taps(const WindowGeometry& g, size_t axis, int64_t o) {
   const int64_t start = o * g.strides[axis] - g.pads_begin[axis];
   const int64_t stop = start + g.kernel[axis];
@@ -26,38 +22,115 @@ TapRange Taps(const WindowGeometry& g, size_t axis, int64_t o) {
   return {std::max<int64_t>(start, 0), std::min(stop, g.in[axis]), padded};
 }
 
+// The max (NaN wins, the first of equal values kept) or the mean of a window's taps
+// rows x cols of plane x (in_w wide).
 template <typename T>
-void PoolPlanes(const T* in, T* out, const WindowGeometry& g, bool max, bool count_include_pad, int64_t begin,
-                int64_t end) {
+ComputeType<T> PoolWindow(const T* x, int64_t in_w, const TapRange& rows, const TapRange& cols, bool max,
+                          bool count_include_pad) {
   using Acc = ComputeType<T>;
+  if (max) {
+    if (rows.begin >= rows.end || cols.begin >= cols.end) return -std::numeric_limits<Acc>::infinity();
+    // Starting from the first tap, which the comparison then keeps, lets the rule run
+    // without branches (a taken-or-not branch per tap mispredicts half the time).
+    Acc result = LoadValue(x[rows.begin * in_w + cols.begin]);
+    for (int64_t h = rows.begin; h < rows.end; ++h) {
+      for (int64_t w = cols.begin; w < cols.end; ++w) {
+        const Acc value = LoadValue(x[h * in_w + w]);
+        const bool take = (value > result) | (std::isnan(value) & !std::isnan(result));
+        result = take ? value : result;
+      }
+    }
+    return result;
+  }
+  Acc sum = 0;
+  for (int64_t h = rows.begin; h < rows.end; ++h) {
+    for (int64_t w = cols.begin; w < cols.end; ++w) sum += LoadValue(x[h * in_w + w]);
+  }
+  const int64_t inside = std::max<int64_t>(rows.end - rows.begin, 0) * std::max<int64_t>(cols.end - cols.begin, 0);
+  return sum / static_cast<Acc>(count_include_pad ? rows.padded * cols.padded : inside);
+}
+
+}  // namespace
+
+PlaneWindows ResolveWindows(const WindowGeometry& g) {
+  PlaneWindows p;
+  for (int64_t oh = 0; oh < g.out[0]; ++oh) p.rows.push_back(Taps(g, 0, oh));
+  for (int64_t ow = 0; ow < g.out[1]; ++ow) p.cols.push_back(Taps(g, 1, ow));
+  auto whole = [&](int64_t ow) { return p.cols[ow].end - p.cols[ow].begin == g.kernel[1]; };
+  while (p.interior_begin < g.out[1] && !whole(p.interior_begin)) ++p.interior_begin;
+  p.interior_end = p.interior_begin;
+  while (p.interior_end < g.out[1] && whole(p.interior_end)) ++p.interior_end;
+  return p;
+}
+
+namespace {
+
+// One output row's max or mean over the interior columns into acc[ow], each tap one
+// pass over the columns, in the scalar path's tap order (so the same bits). For the max,
+// tap[ow] gets the winning tap's offset within the plane when tap is not null (32 bits,
+// as wide as the floats, so the selection vectorises; MaxPool2dArgmax checks the size).
+template <typename T>
+void PoolRowInterior(const T* x, const WindowGeometry& g, const PlaneWindows& p, const TapRange& rows, bool max,
+                     bool count_include_pad, ComputeType<T>* acc, int32_t* tap) {
+  using Acc = ComputeType<T>;
+  const int64_t in_w = g.in[1], stride = g.strides[1], begin = p.interior_begin, end = p.interior_end;
+  const int64_t left = -g.pads_begin[1];  // input column of tap 0 of output 0
+  if (max) {
+    const int64_t first = rows.begin * in_w + left;
+    for (int64_t ow = begin; ow < end; ++ow) acc[ow] = LoadValue(x[first + ow * stride]);
+    if (tap != nullptr) {
+      for (int64_t ow = begin; ow < end; ++ow) tap[ow] = static_cast<int32_t>(first + ow * stride);
+    }
+  } else {
+    std::fill(acc + begin, acc + end, Acc(0));
+  }
+  for (int64_t h = rows.begin; h < rows.end; ++h) {
+    for (int64_t k = 0; k < g.kernel[1]; ++k) {
+      // May be negative (the left pad); offset + ow * stride never is for interior columns.
+      const int64_t offset = h * in_w + left + k;
+      if (!max) {
+        for (int64_t ow = begin; ow < end; ++ow) acc[ow] += LoadValue(x[offset + ow * stride]);
+      } else if (tap == nullptr) {
+        for (int64_t ow = begin; ow < end; ++ow) {
+          const Acc value = LoadValue(x[offset + ow * stride]);
+          const bool take = (value > acc[ow]) | (std::isnan(value) & !std::isnan(acc[ow]));
+          acc[ow] = take ? value : acc[ow];
+        }
+      } else {
+        for (int64_t ow = begin; ow < end; ++ow) {
+          const Acc value = LoadValue(x[offset + ow * stride]);
+          const bool take = (value > acc[ow]) | (std::isnan(value) & !std::isnan(acc[ow]));
+          acc[ow] = take ? value : acc[ow];
+          tap[ow] = take ? static_cast<int32_t>(offset + ow * stride) : tap[ow];
+        }
+      }
+    }
+  }
+  if (!max) {
+    const int64_t kernel_w = g.kernel[1];
+    const int64_t taps = count_include_pad ? rows.padded * kernel_w : (rows.end - rows.begin) * kernel_w;
+    const Acc divisor = static_cast<Acc>(taps);
+    for (int64_t ow = begin; ow < end; ++ow) acc[ow] = acc[ow] / divisor;
+  }
+}
+
+template <typename T>
+void PoolPlanes(const T* in, T* out, const WindowGeometry& g, const PlaneWindows& p, bool max, bool count_include_pad,
+                int64_t begin, int64_t end) {
   const int64_t in_h = g.in[0], in_w = g.in[1], out_h = g.out[0], out_w = g.out[1];
+  std::vector<ComputeType<T>> acc(static_cast<size_t>(out_w));
   for (int64_t plane = begin; plane < end; ++plane) {
     const T* x = in + plane * in_h * in_w;
     T* y = out + plane * out_h * out_w;
     for (int64_t oh = 0; oh < out_h; ++oh) {
-      const TapRange rows = Taps(g, 0, oh);
+      const TapRange& rows = p.rows[oh];
+      const bool interior = rows.begin < rows.end;
+      if (interior) PoolRowInterior(x, g, p, rows, max, count_include_pad, acc.data(), nullptr);
       for (int64_t ow = 0; ow < out_w; ++ow) {
-        const TapRange cols = Taps(g, 1, ow);
-        Acc result;
-        if (max) {
-          result = -std::numeric_limits<Acc>::infinity();
-          bool first = true;
-          for (int64_t h = rows.begin; h < rows.end; ++h) {
-            for (int64_t w = cols.begin; w < cols.end; ++w) {
-              const Acc value = LoadValue(x[h * in_w + w]);
-              if (first || value > result || (std::isnan(value) && !std::isnan(result))) result = value;
-              first = false;
-            }
-          }
-        } else {
-          Acc sum = 0;
-          for (int64_t h = rows.begin; h < rows.end; ++h) {
-            for (int64_t w = cols.begin; w < cols.end; ++w) sum += LoadValue(x[h * in_w + w]);
-          }
-          const int64_t inside = std::max<int64_t>(rows.end - rows.begin, 0) * std::max<int64_t>(cols.end - cols.begin, 0);
-          result = sum / static_cast<Acc>(count_include_pad ? rows.padded * cols.padded : inside);
-        }
-        y[oh * out_w + ow] = StoreValue<T>(result);
+        const bool vectorised = interior && ow >= p.interior_begin && ow < p.interior_end;
+        const ComputeType<T> value =
+            vectorised ? acc[ow] : PoolWindow(x, in_w, rows, p.cols[ow], max, count_include_pad);
+        y[oh * out_w + ow] = StoreValue<T>(value);
       }
     }
   }
@@ -65,18 +138,66 @@ void PoolPlanes(const T* in, T* out, const WindowGeometry& g, bool max, bool cou
 
 }  // namespace
 
+void MaxPool2dArgmax(const float* x, const WindowGeometry& g, const PlaneWindows& p, int64_t* argmax) {
+  const int64_t in_w = g.in[1], out_h = g.out[0], out_w = g.out[1];
+  thread_local std::vector<float> acc;
+  thread_local std::vector<int32_t> tap;
+  acc.resize(static_cast<size_t>(out_w));
+  tap.resize(static_cast<size_t>(out_w));
+  for (int64_t oh = 0; oh < out_h; ++oh) {
+    const TapRange& rows = p.rows[oh];
+    int64_t* row_argmax = argmax + oh * out_w;
+    const bool interior = rows.begin < rows.end;
+    if (interior) {
+      PoolRowInterior(x, g, p, rows, true, false, acc.data(), tap.data());
+      for (int64_t ow = p.interior_begin; ow < p.interior_end; ++ow) row_argmax[ow] = tap[ow];
+    }
+    for (int64_t ow = 0; ow < out_w; ++ow) {
+      if (interior && ow >= p.interior_begin && ow < p.interior_end) continue;
+      const TapRange& cols = p.cols[ow];
+      int64_t best = -1;
+      float best_value = 0.0f;
+      for (int64_t h = rows.begin; h < rows.end; ++h) {
+        for (int64_t w = cols.begin; w < cols.end; ++w) {
+          const float value = x[h * in_w + w];
+          if (best < 0 || value > best_value || (std::isnan(value) && !std::isnan(best_value))) {
+            best = h * in_w + w;
+            best_value = value;
+          }
+        }
+      }
+      row_argmax[ow] = best;
+    }
+  }
+}
+
 bool Pool2dApplies(const WindowGeometry& g) { return g.rank() == 2 && g.dilations[0] == 1 && g.dilations[1] == 1; }
 
 Status Pool2d(KernelContext& context, const Tensor& x, const WindowGeometry& g, bool max, bool count_include_pad,
               Tensor& y) {
   const int64_t planes = x.dim(0) * x.dim(1);
   const int64_t grain = std::max<int64_t>(1, kOutputsPerChunk / std::max<int64_t>(1, g.out[0] * g.out[1]));
+  const PlaneWindows windows = ResolveWindows(g);
+  if (IsLowPrecision(x.dtype())) {
+    // Widened and rounded a plane at a time (vectorised conversions); the float32 pool
+    // in between computes exactly what the per-element conversions would.
+    const int64_t in_size = g.in[0] * g.in[1], out_size = g.out[0] * g.out[1];
+    context.threads().ParallelFor(planes, grain, [&](int64_t begin, int64_t end) {
+      Float32BlockReader reader(x, in_size);
+      std::vector<float> pooled(static_cast<size_t>(out_size));
+      for (int64_t plane = begin; plane < end; ++plane) {
+        PoolPlanes(reader.Read(plane * in_size), pooled.data(), g, windows, max, count_include_pad, 0, 1);
+        StoreFloat32Block(pooled.data(), plane * out_size, out_size, y);
+      }
+    });
+    return Status::Ok();
+  }
   return DispatchFloat(context, x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* in = x.data<T>();
     T* out = y.data<T>();
     context.threads().ParallelFor(planes, grain, [&](int64_t begin, int64_t end) {
-      PoolPlanes(in, out, g, max, count_include_pad, begin, end);
+      PoolPlanes(in, out, g, windows, max, count_include_pad, begin, end);
     });
     return Status::Ok();
   });

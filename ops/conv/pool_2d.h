@@ -5,6 +5,9 @@
 // output is bit-identical to the general path's.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "ops/conv/window_geometry.h"
 #include "runtime/core/status.h"
 #include "runtime/core/tensor.h"
@@ -20,5 +23,26 @@ bool Pool2dApplies(const WindowGeometry& g);
 // float32, float16 or bfloat16 X [N, C, H, W] into Y [N, C, OH, OW], rounded once.
 Status Pool2d(KernelContext& context, const Tensor& x, const WindowGeometry& g, bool max, bool count_include_pad,
               Tensor& y);
+
+// The taps [begin, end) of an output along one axis that lie inside the input, and how
+// many lie inside the padded input.
+struct TapRange {
+  int64_t begin, end, padded;
+};
+
+// The windows of a plane, the same for every plane: tap ranges per output row and
+// column, and the columns [interior_begin, interior_end) whose windows lie wholly inside
+// the input's width, which run as strided passes over a row of outputs (vectorised).
+struct PlaneWindows {
+  std::vector<TapRange> rows, cols;
+  int64_t interior_begin = 0, interior_end = 0;
+};
+
+PlaneWindows ResolveWindows(const WindowGeometry& g);
+
+// The offset within the plane of the tap Pool2d's max picks for each output of a float32
+// plane x (-1 for a window with no tap inside the input), for MaxPoolGrad; `p` is
+// ResolveWindows(g). Planes of fewer than 2^31 elements only.
+void MaxPool2dArgmax(const float* x, const WindowGeometry& g, const PlaneWindows& p, int64_t* argmax);
 
 }  // namespace onnx_amp

@@ -1,7 +1,8 @@
-// Gradients of the sliding-window ops as direct loops (no im2col): each output
-// position's window is resolved once into input offsets (-1 for padding), then dY is
-// routed back through it. The geometry comes from the forward attributes, resolved by
-// ops/conv/window_geometry exactly as the forward kernels resolve them.
+// Gradients of the pools as direct loops: each output position's window is resolved
+// once into input offsets (-1 for padding), then dY is routed back through it. The
+// geometry comes from the forward attributes, resolved by ops/conv/window_geometry
+// exactly as the forward kernels resolve them.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -9,7 +10,9 @@
 
 #include "ops/common/float_compute.h"
 #include "ops/conv/conv_kernels.h"
+#include "ops/conv/pool_2d.h"
 #include "ops/conv/window_geometry.h"
+#include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {
 namespace {
@@ -66,6 +69,7 @@ Status CheckOutput(const KernelContext& context, const Tensor& dy, int64_t n, in
 struct PoolGradInputs {
   const Tensor* dy;
   const Tensor* x;
+  WindowGeometry geometry;
   WindowTable table;
 };
 
@@ -76,123 +80,89 @@ Expected<PoolGradInputs> ReadPoolGradInputs(KernelContext& context) {
   ONNX_AMP_ASSIGN_OR_RETURN(const WindowGeometry g,
                             ForwardWindow(context, SpatialDims(x->shape()), {}, context.attr_int("ceil_mode", 0) != 0));
   ONNX_AMP_RETURN_IF_ERROR(CheckOutput(context, *dy, x->dim(0), x->dim(1), g));
-  return PoolGradInputs{dy, x, BuildTable(g)};
+  return PoolGradInputs{dy, x, g, BuildTable(g)};
+}
+
+// Runs plane_grad(dy, x, dx) on every [N, C] plane, planes in parallel chunks: dY and X
+// come as float32 (X only when `x_needed`), dX is a zeroed float32 plane to accumulate
+// into, written in place for a float32 dX and rounded once into a float16/bfloat16 one.
+template <typename PlaneGrad>
+Status ForEachPlane(KernelContext& context, const PoolGradInputs& in, bool x_needed, PlaneGrad plane_grad) {
+  if (!context.output_used(0)) return Status::Ok();
+  ONNX_AMP_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, in.dy->dtype(), in.x->shape()));
+  const WindowTable& t = in.table;
+  const int64_t planes = in.x->dim(0) * in.x->dim(1);
+  // Chunks of at least ~16K elements: waking a thread for less costs more than it saves.
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, t.in_size));
+  context.threads().ParallelFor(planes, grain, [&](int64_t begin, int64_t end) {
+    Float32BlockReader dy_planes(*in.dy, t.out_size), x_planes(*in.x, x_needed ? t.in_size : 0);
+    std::vector<float> dx_buffer(static_cast<size_t>(dx->dtype() == DType::kFloat32 ? 0 : t.in_size));
+    for (int64_t plane = begin; plane < end; ++plane) {
+      float* dx_plane = dx->dtype() == DType::kFloat32 ? dx->data<float>() + plane * t.in_size : dx_buffer.data();
+      std::fill_n(dx_plane, t.in_size, 0.0f);
+      plane_grad(dy_planes.Read(plane * t.out_size), x_needed ? x_planes.Read(plane * t.in_size) : nullptr, dx_plane);
+      if (dx_plane == dx_buffer.data()) StoreFloat32Block(dx_plane, plane * t.in_size, t.in_size, *dx);
+    }
+  });
+  return Status::Ok();
 }
 
 }  // namespace
 
-// Y[n, m, o] = sum over c in m's group and taps k of X[n, c, tap(o, k)] * W[m, c', k] (+ B[m]):
-// dX[n, c, tap(o, k)] += dY[n, m, o] * W[m, c', k]
-// dW[m, c', k] += dY[n, m, o] * X[n, c, tap(o, k)]
-// dB[m] = sum of dY[n, m, o]
-Status ConvGradKernel(KernelContext& context) {
-  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* dy, FloatInput(context, 0));
-  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* x, FloatInput(context, 1));
-  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* w, FloatInput(context, 2));
-  if (x->rank() < 3 || w->rank() != x->rank()) {
-    return context.Error(ErrorCode::kInvalidModel, "X and W must be [N, C, spatial...] and [M, C/group, k...]");
-  }
-  const int64_t group = context.attr_int("group", 1);
-  const int64_t n = x->dim(0);
-  const int64_t channels = x->dim(1);
-  const int64_t maps = w->dim(0);
-  const int64_t group_channels = w->dim(1);
-  if (group < 1 || channels != group_channels * group || maps % group != 0) {
-    return context.Error(ErrorCode::kInvalidModel, "channels do not match group " + std::to_string(group));
-  }
-  ONNX_AMP_ASSIGN_OR_RETURN(const WindowGeometry g,
-                            ForwardWindow(context, SpatialDims(x->shape()), SpatialDims(w->shape()), false));
-  ONNX_AMP_RETURN_IF_ERROR(CheckOutput(context, *dy, n, maps, g));
-  const WindowTable t = BuildTable(g);
-  const std::vector<float> gv = ToFloat32(*dy);
-  const std::vector<float> xv = ToFloat32(*x);
-  const std::vector<float> wv = ToFloat32(*w);
-  std::vector<float> dx(xv.size(), 0.0f);
-  std::vector<float> dw(wv.size(), 0.0f);
-  std::vector<float> db(static_cast<size_t>(maps), 0.0f);
-  const int64_t maps_per_group = maps / group;
-  for (int64_t b = 0; b < n; ++b) {
-    for (int64_t m = 0; m < maps; ++m) {
-      const int64_t first_channel = (m / maps_per_group) * group_channels;
-      const float* g_plane = gv.data() + (b * maps + m) * t.out_size;
-      for (int64_t o = 0; o < t.out_size; ++o) {
-        const float grad = g_plane[o];
-        db[m] += grad;
-        for (int64_t cl = 0; cl < group_channels; ++cl) {
-          const int64_t x_plane = (b * channels + first_channel + cl) * t.in_size;
-          const int64_t w_base = (m * group_channels + cl) * t.kernel_size;
-          for (int64_t k = 0; k < t.kernel_size; ++k) {
-            const int64_t offset = t.offsets[o * t.kernel_size + k];
-            if (offset < 0) continue;
-            dx[x_plane + offset] += grad * wv[w_base + k];
-            dw[w_base + k] += grad * xv[x_plane + offset];
-          }
-        }
-      }
-    }
-  }
-  ONNX_AMP_RETURN_IF_ERROR(WriteOutput(context, 0, dy->dtype(), x->shape(), dx));
-  ONNX_AMP_RETURN_IF_ERROR(WriteOutput(context, 1, dy->dtype(), w->shape(), dw));
-  return WriteOutput(context, 2, dy->dtype(), {maps}, db);
-}
-
 // Each dY goes to the first maximum of its window (the tap the forward kernel picks).
 Status MaxPoolGradKernel(KernelContext& context) {
   ONNX_AMP_ASSIGN_OR_RETURN(const PoolGradInputs in, ReadPoolGradInputs(context));
-  const Tensor* dy = in.dy;
-  const Tensor* x = in.x;
   const WindowTable& t = in.table;
-  const std::vector<float> gv = ToFloat32(*dy);
-  const std::vector<float> xv = ToFloat32(*x);
-  std::vector<float> dx(xv.size(), 0.0f);
-  const int64_t planes = x->dim(0) * x->dim(1);
-  for (int64_t plane = 0; plane < planes; ++plane) {
-    const float* x_plane = xv.data() + plane * t.in_size;
-    float* dx_plane = dx.data() + plane * t.in_size;
+  if (Pool2dApplies(in.geometry) && t.in_size < (int64_t{1} << 31)) {
+    // The 2-D pools of CNNs: the forward kernel's own vectorised search finds each tap.
+    const PlaneWindows windows = ResolveWindows(in.geometry);
+    return ForEachPlane(context, in, true, [&in, &windows](const float* dy, const float* x, float* dx) {
+      thread_local std::vector<int64_t> argmax;
+      argmax.resize(static_cast<size_t>(in.table.out_size));
+      MaxPool2dArgmax(x, in.geometry, windows, argmax.data());
+      for (int64_t o = 0; o < in.table.out_size; ++o) {
+        if (argmax[o] >= 0) dx[argmax[o]] += dy[o];
+      }
+    });
+  }
+  return ForEachPlane(context, in, true, [&t](const float* dy, const float* x, float* dx) {
     for (int64_t o = 0; o < t.out_size; ++o) {
+      const int64_t* offsets = t.offsets.data() + o * t.kernel_size;
       int64_t best = -1;
       float best_value = -std::numeric_limits<float>::infinity();
       for (int64_t k = 0; k < t.kernel_size; ++k) {
-        const int64_t offset = t.offsets[o * t.kernel_size + k];
+        const int64_t offset = offsets[k];
         if (offset < 0) continue;
-        const float value = x_plane[offset];
+        const float value = x[offset];
         if (best < 0 || value > best_value || (std::isnan(value) && !std::isnan(best_value))) {
           best = offset;
           best_value = value;
         }
       }
-      if (best >= 0) dx_plane[best] += gv[plane * t.out_size + o];
+      if (best >= 0) dx[best] += dy[o];
     }
-  }
-  return WriteOutput(context, 0, dy->dtype(), x->shape(), dx);
+  });
 }
 
 // Each dY is spread evenly over its window's taps inside the input, divided by that
 // count (or by the taps inside the padded input with count_include_pad).
 Status AveragePoolGradKernel(KernelContext& context) {
   ONNX_AMP_ASSIGN_OR_RETURN(const PoolGradInputs in, ReadPoolGradInputs(context));
-  const Tensor* dy = in.dy;
-  const Tensor* x = in.x;
   const WindowTable& t = in.table;
   const bool count_include_pad = context.attr_int("count_include_pad", 0) != 0;
-  const std::vector<float> gv = ToFloat32(*dy);
-  std::vector<float> dx(static_cast<size_t>(x->num_elements()), 0.0f);
-  const int64_t planes = x->dim(0) * x->dim(1);
-  for (int64_t plane = 0; plane < planes; ++plane) {
-    float* dx_plane = dx.data() + plane * t.in_size;
+  return ForEachPlane(context, in, false, [&t, count_include_pad](const float* dy, const float*, float* dx) {
     for (int64_t o = 0; o < t.out_size; ++o) {
+      const int64_t* offsets = t.offsets.data() + o * t.kernel_size;
       int64_t taps = 0;
-      for (int64_t k = 0; k < t.kernel_size; ++k) taps += t.offsets[o * t.kernel_size + k] >= 0 ? 1 : 0;
+      for (int64_t k = 0; k < t.kernel_size; ++k) taps += offsets[k] >= 0 ? 1 : 0;
       const int64_t divisor = count_include_pad ? t.padded_taps[o] : taps;
       if (divisor == 0) continue;
-      const float share = gv[plane * t.out_size + o] / static_cast<float>(divisor);
+      const float share = dy[o] / static_cast<float>(divisor);
       for (int64_t k = 0; k < t.kernel_size; ++k) {
-        const int64_t offset = t.offsets[o * t.kernel_size + k];
-        if (offset >= 0) dx_plane[offset] += share;
+        if (offsets[k] >= 0) dx[offsets[k]] += share;
       }
     }
-  }
-  return WriteOutput(context, 0, dy->dtype(), x->shape(), dx);
+  });
 }
 
 }  // namespace onnx_amp

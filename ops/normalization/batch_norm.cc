@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ops/common/float_compute.h"
@@ -51,25 +52,35 @@ Status RunBatchNorm(KernelContext& context, const Tensor& x, bool training, Tens
   ONNX_AMP_ASSIGN_OR_RETURN(std::vector<double> mean, ChannelParameter(context, 3, channels));
   ONNX_AMP_ASSIGN_OR_RETURN(std::vector<double> var, ChannelParameter(context, 4, channels));
   const Acc epsilon = static_cast<Acc>(context.attr_float("epsilon", 1e-5f));
-  const T* in = x.data<T>();
-  T* out = y.data<T>();
+  // float16 and bfloat16 planes are widened and rounded a plane at a time (vectorised),
+  // float32 and float64 ones read and written in place.
+  constexpr bool kWidened = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
   std::vector<double> batch_mean(channels), batch_var(channels);
   // Chunks of at least ~16K elements: waking a thread for less costs more than it saves.
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, batch * spatial));
   context.threads().ParallelFor(channels, grain, [&](int64_t begin, int64_t end) {
+    Float32BlockReader reader(x, kWidened ? spatial : 0);
+    std::vector<Acc> widened_out(kWidened ? static_cast<size_t>(spatial) : 0);
+    auto plane = [&](int64_t n, int64_t c) -> const Acc* {
+      const int64_t offset = (n * channels + c) * spatial;
+      if constexpr (kWidened) return reader.Read(offset);
+      else return x.data<T>() + offset;
+    };
     for (int64_t c = begin; c < end; ++c) {
       Acc m = static_cast<Acc>(mean[c]), v = static_cast<Acc>(var[c]);
       if (training) {
         const Acc count = static_cast<Acc>(batch * spatial);
         Acc sum = 0;
         for (int64_t n = 0; n < batch; ++n) {
-          for (int64_t i = 0; i < spatial; ++i) sum += LoadValue(in[(n * channels + c) * spatial + i]);
+          const Acc* in = plane(n, c);
+          for (int64_t i = 0; i < spatial; ++i) sum += in[i];
         }
         m = sum / count;
         Acc squares = 0;
         for (int64_t n = 0; n < batch; ++n) {
+          const Acc* in = plane(n, c);
           for (int64_t i = 0; i < spatial; ++i) {
-            const Acc d = LoadValue(in[(n * channels + c) * spatial + i]) - m;
+            const Acc d = in[i] - m;
             squares += d * d;
           }
         }
@@ -81,7 +92,14 @@ Status RunBatchNorm(KernelContext& context, const Tensor& x, bool training, Tens
       const Acc b = static_cast<Acc>(bias[c]);
       for (int64_t n = 0; n < batch; ++n) {
         const int64_t base = (n * channels + c) * spatial;
-        for (int64_t i = 0; i < spatial; ++i) out[base + i] = StoreValue<T>((LoadValue(in[base + i]) - m) * a + b);
+        const Acc* in = plane(n, c);
+        if constexpr (kWidened) {
+          for (int64_t i = 0; i < spatial; ++i) widened_out[i] = (in[i] - m) * a + b;
+          StoreFloat32Block(widened_out.data(), base, spatial, y);
+        } else {
+          T* out = y.data<T>() + base;
+          for (int64_t i = 0; i < spatial; ++i) out[i] = (in[i] - m) * a + b;
+        }
       }
     }
   });

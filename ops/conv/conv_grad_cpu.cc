@@ -1,0 +1,250 @@
+// ConvGrad (dY, X, W) -> dX, dW, dB through oneDNN's backward convolutions: dX by
+// backward-data, dW and dB together by backward-weights, each primitive cached by
+// problem like the forward Conv's, NC[D]HW tensors reordered per call into the layouts
+// oneDNN's direct kernels choose. float32 runs as is; bfloat16 runs natively where the
+// CPU has optimised kernels (bf16 operands, float32 accumulation and gradients); float16
+// (and bfloat16 elsewhere) is widened exactly to float32. Each gradient is computed in
+// float32 and rounded once to the dtype of dY.
+#include <algorithm>
+#include <string>
+
+#include "ops/common/float_compute.h"
+#include "ops/common/onednn_utils.h"
+#include "ops/conv/conv_kernels.h"
+#include "ops/conv/window_geometry.h"
+#include "runtime/exec/thread_pool.h"
+
+namespace onnx_amp {
+namespace {
+
+using dt = dnnl::memory::data_type;
+
+// One convolution as oneDNN describes it (dims of X, W, Y; strides, gaps between
+// dilated taps, pads) with its cache key.
+struct ConvProblem {
+  dnnl::memory::dims x_dims, w_dims, y_dims, strides, dilations, pad_l, pad_r;
+  double multiply_adds = 1.0;
+  std::string key;
+  dt operand = dt::f32;  // the type of dY, X and W; gradients are float32
+
+  std::string Key(const char* direction) const {
+    return std::string(direction) + "/" + std::to_string(static_cast<int>(operand)) + "/" + key;
+  }
+};
+
+ConvProblem DescribeProblem(int64_t batch, int64_t channels, int64_t maps, int64_t group, const WindowGeometry& g) {
+  ConvProblem p;
+  p.x_dims = {batch, channels};
+  p.y_dims = {batch, maps};
+  if (group > 1) p.w_dims = {group, maps / group, channels / group};
+  else p.w_dims = {maps, channels};
+  for (size_t i = 0; i < g.rank(); ++i) {
+    p.x_dims.push_back(g.in[i]);
+    p.y_dims.push_back(g.out[i]);
+    p.w_dims.push_back(g.kernel[i]);
+    p.strides.push_back(g.strides[i]);
+    p.dilations.push_back(g.dilations[i] - 1);  // oneDNN counts the gaps
+    p.pad_l.push_back(g.pads_begin[i]);
+    p.pad_r.push_back(g.pads_end[i]);
+  }
+  p.multiply_adds = static_cast<double>(channels / group);
+  for (const dnnl::memory::dim extent : p.y_dims) p.multiply_adds *= static_cast<double>(extent);
+  for (const int64_t extent : g.kernel) p.multiply_adds *= static_cast<double>(extent);
+  p.key = dnn::DimsKey(p.x_dims) + "/" + dnn::DimsKey(p.w_dims) + "/" + dnn::DimsKey(p.strides) + "/" +
+          dnn::DimsKey(p.dilations) + "/" + dnn::DimsKey(p.pad_l) + "/" + dnn::DimsKey(p.pad_r);
+  return p;
+}
+
+dnnl::memory::desc AnyLayout(const dnnl::memory::dims& dims, dt type = dt::f32) {
+  return dnnl::memory::desc(dims, type, dnnl::memory::format_tag::any);
+}
+
+// The forward primitive the backward ones are built against (oneDNN's hint). Every
+// tensor's layout is left to oneDNN: its direct kernels want channel-blocked layouts,
+// and on plain ones it falls back to im2col and a GEMM, several times slower.
+dnnl::convolution_forward::primitive_desc ForwardHint(const ConvProblem& p) {
+  const dnnl::convolution_forward::desc desc(
+      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, AnyLayout(p.x_dims, p.operand),
+      AnyLayout(p.w_dims, p.operand), dnn::PlainDesc({p.y_dims[1]}, dt::f32), AnyLayout(p.y_dims, p.operand),
+      p.strides, p.dilations, p.pad_l, p.pad_r);
+  return dnnl::convolution_forward::primitive_desc(desc, dnn::CpuEngine());
+}
+
+// dX = the transposed convolution of dY with W. Unsupported for bfloat16 operands
+// without an optimised kernel.
+Status BackwardData(const ConvProblem& p, const void* dy, const void* w, float* dx) {
+  const auto x_md = dnn::PlainDesc(p.x_dims, dt::f32);
+  const auto w_md = dnn::PlainDesc(p.w_dims, p.operand);
+  const auto y_md = dnn::PlainDesc(p.y_dims, p.operand);
+  ONNX_AMP_ASSIGN_OR_RETURN(auto primitive, dnn::CachedPrimitive(p.Key("conv_bwd_data"), p.multiply_adds, [&]() {
+    const dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, AnyLayout(p.x_dims),
+                                                     AnyLayout(p.w_dims, p.operand), AnyLayout(p.y_dims, p.operand),
+                                                     p.strides, p.dilations, p.pad_l, p.pad_r);
+    dnnl::primitive_attr attr;
+    dnn::PrepareAttr(attr);
+    const dnnl::convolution_backward_data::primitive_desc pd(desc, attr, dnn::CpuEngine(), ForwardHint(p));
+    if (p.operand != dt::f32 && !dnn::IsOptimized(pd)) return std::optional<dnn::Primitive>();
+    dnn::Primitive primitive = dnn::MakePrimitive<dnnl::convolution_backward_data>(pd);
+    dnn::AddRelayout(primitive, DNNL_ARG_DIFF_DST, false, y_md, pd.diff_dst_desc());
+    dnn::AddRelayout(primitive, DNNL_ARG_WEIGHTS, false, w_md, pd.weights_desc());
+    dnn::AddRelayout(primitive, DNNL_ARG_DIFF_SRC, true, x_md, pd.diff_src_desc());
+    return std::optional<dnn::Primitive>(std::move(primitive));
+  }));
+  if (!primitive) return Unsupported("no optimised oneDNN backward-data convolution for these operands");
+  return dnn::Execute(*primitive, {{DNNL_ARG_DIFF_DST, {y_md, dy}}, {DNNL_ARG_WEIGHTS, {w_md, w}},
+                                   {DNNL_ARG_DIFF_SRC, {x_md, dx}}});
+}
+
+// dW = the correlation of X with dY, dB = dY summed over the batch and space.
+// Unsupported for bfloat16 operands without an optimised kernel.
+Status BackwardWeights(const ConvProblem& p, const void* dy, const void* x, float* dw, float* db) {
+  const auto x_md = dnn::PlainDesc(p.x_dims, p.operand);
+  const auto w_md = dnn::PlainDesc(p.w_dims, dt::f32);
+  const auto b_md = dnn::PlainDesc({p.y_dims[1]}, dt::f32);
+  const auto y_md = dnn::PlainDesc(p.y_dims, p.operand);
+  ONNX_AMP_ASSIGN_OR_RETURN(auto primitive, dnn::CachedPrimitive(p.Key("conv_bwd_weights"), p.multiply_adds, [&]() {
+    const dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct,
+                                                        AnyLayout(p.x_dims, p.operand), AnyLayout(p.w_dims), b_md,
+                                                        AnyLayout(p.y_dims, p.operand), p.strides, p.dilations,
+                                                        p.pad_l, p.pad_r);
+    dnnl::primitive_attr attr;
+    dnn::PrepareAttr(attr);
+    const dnnl::convolution_backward_weights::primitive_desc pd(desc, attr, dnn::CpuEngine(), ForwardHint(p));
+    if (p.operand != dt::f32 && !dnn::IsOptimized(pd)) return std::optional<dnn::Primitive>();
+    dnn::Primitive primitive = dnn::MakePrimitive<dnnl::convolution_backward_weights>(pd);
+    dnn::AddRelayout(primitive, DNNL_ARG_DIFF_DST, false, y_md, pd.diff_dst_desc());
+    dnn::AddRelayout(primitive, DNNL_ARG_SRC, false, x_md, pd.src_desc());
+    dnn::AddRelayout(primitive, DNNL_ARG_DIFF_WEIGHTS, true, w_md, pd.diff_weights_desc());
+    return std::optional<dnn::Primitive>(std::move(primitive));
+  }));
+  if (!primitive) return Unsupported("no optimised oneDNN backward-weights convolution for these operands");
+  return dnn::Execute(*primitive, {{DNNL_ARG_DIFF_DST, {y_md, dy}}, {DNNL_ARG_SRC, {x_md, x}},
+                                   {DNNL_ARG_DIFF_WEIGHTS, {w_md, dw}}, {DNNL_ARG_DIFF_BIAS, {b_md, db}}});
+}
+
+// A float32 tensor's own data, or a pooled float32 copy (`holder`) of a float16 or
+// bfloat16 one, widened in parallel blocks.
+Expected<const float*> Float32Data(KernelContext& context, const Tensor& tensor, Tensor& holder) {
+  if (tensor.dtype() == DType::kFloat32) return tensor.data<float>();
+  ONNX_AMP_ASSIGN_OR_RETURN(holder, context.ScratchFloat32(tensor.num_elements()));
+  float* values = holder.data<float>();
+  context.threads().ParallelFor(tensor.num_elements(), int64_t{1} << 16, [&](int64_t begin, int64_t end) {
+    LoadFloat32Block(tensor, begin, end - begin, values + begin);
+  });
+  return static_cast<const float*>(values);
+}
+
+bool Wanted(const KernelContext& context, int index) {
+  return index < context.num_outputs() && context.output_used(index);
+}
+
+// Where gradient `index` is computed: the output's own float32 buffer, a pooled float32
+// buffer for a low-precision output, or a pooled one to discard when the output is not
+// wanted but computed anyway (dW without dB and the reverse). Nothing when not `needed`.
+struct GradientBuffer {
+  Tensor* out = nullptr;  // null: not wanted
+  Tensor scratch;
+  float* data = nullptr;
+  int64_t size = 0;
+};
+
+Expected<GradientBuffer> GradientOutput(KernelContext& context, int index, DType dtype, const Shape& shape,
+                                        bool needed) {
+  GradientBuffer buffer;
+  if (!needed) return buffer;
+  buffer.size = NumElements(shape);
+  if (Wanted(context, index)) {
+    ONNX_AMP_ASSIGN_OR_RETURN(buffer.out, context.AllocateOutput(index, dtype, shape));
+    if (dtype == DType::kFloat32) {
+      buffer.data = buffer.out->data<float>();
+      return buffer;
+    }
+  }
+  ONNX_AMP_ASSIGN_OR_RETURN(buffer.scratch, context.ScratchFloat32(buffer.size));
+  buffer.data = buffer.scratch.data<float>();
+  return buffer;
+}
+
+// Rounds a float32 gradient once into its low-precision output.
+void Finish(KernelContext& context, GradientBuffer& buffer) {
+  if (buffer.out == nullptr || buffer.out->dtype() == DType::kFloat32) return;
+  context.threads().ParallelFor(buffer.out->num_elements(), int64_t{1} << 16, [&](int64_t begin, int64_t end) {
+    StoreFromFloat32Range(buffer.data, *buffer.out, begin, end);
+  });
+}
+
+Status Report(const KernelContext& context, const Status& status) {
+  return status.ok() ? status : context.Error(status.code(), status.message());
+}
+
+}  // namespace
+
+Status ConvGradKernel(KernelContext& context) {
+  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* dy, FloatInput(context, 0));
+  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* x, FloatInput(context, 1));
+  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* w, FloatInput(context, 2));
+  if (x->rank() < 3 || x->rank() > 5 || w->rank() != x->rank()) {
+    return context.Error(ErrorCode::kInvalidModel, "X and W must be [N, C, spatial...] and [M, C/group, k...]");
+  }
+  const int64_t group = context.attr_int("group", 1);
+  const int64_t n = x->dim(0), channels = x->dim(1), maps = w->dim(0);
+  if (group < 1 || channels != w->dim(1) * group || maps % group != 0) {
+    return context.Error(ErrorCode::kInvalidModel, "channels do not match group " + std::to_string(group));
+  }
+  const Shape spatial(x->shape().begin() + 2, x->shape().end());
+  const std::vector<int64_t> kernel(w->shape().begin() + 2, w->shape().end());
+  ONNX_AMP_ASSIGN_OR_RETURN(const WindowGeometry g, ForwardWindow(context, spatial, kernel, false));
+  if (g.kernel != kernel) return context.Error(ErrorCode::kInvalidModel, "kernel_shape differs from W");
+  Shape y_shape{n, maps};
+  y_shape.insert(y_shape.end(), g.out.begin(), g.out.end());
+  if (dy->shape() != y_shape) {
+    return context.Error(ErrorCode::kInvalidModel,
+                         "dY is " + ShapeToString(dy->shape()) + ", the forward output is " + ShapeToString(y_shape));
+  }
+  const DType dtype = dy->dtype();
+  const bool want_dx = Wanted(context, 0), want_dw = Wanted(context, 1) || Wanted(context, 2);
+  if (!want_dx && !want_dw) return Status::Ok();
+  ONNX_AMP_ASSIGN_OR_RETURN(GradientBuffer dx, GradientOutput(context, 0, dtype, x->shape(), want_dx));
+  ONNX_AMP_ASSIGN_OR_RETURN(GradientBuffer dw, GradientOutput(context, 1, dtype, w->shape(), want_dw));
+  ONNX_AMP_ASSIGN_OR_RETURN(GradientBuffer db, GradientOutput(context, 2, dtype, {maps}, want_dw));
+  if (x->num_elements() == 0 || dy->num_elements() == 0) {
+    // Nothing flows back: every gradient is zero.
+    for (GradientBuffer* buffer : {&dx, &dw, &db}) {
+      std::fill_n(buffer->data, buffer->size, 0.0f);
+      Finish(context, *buffer);
+    }
+    return Status::Ok();
+  }
+  ConvProblem problem = DescribeProblem(n, channels, maps, group, g);
+  if (dtype == DType::kBFloat16) {
+    // bfloat16 operands run natively where the CPU has optimised kernels: the products
+    // are exact in float32 and accumulate in float32, as on widened operands.
+    problem.operand = dt::bf16;
+    Status status = Status::Ok();
+    if (want_dx) status = BackwardData(problem, dy->raw_data(), w->raw_data(), dx.data);
+    if (status.ok() && want_dw) status = BackwardWeights(problem, dy->raw_data(), x->raw_data(), dw.data, db.data);
+    if (status.ok()) {
+      for (GradientBuffer* buffer : {&dx, &dw, &db}) Finish(context, *buffer);
+      return Status::Ok();
+    }
+    if (status.code() != ErrorCode::kUnsupported) return Report(context, status);
+    problem.operand = dt::f32;
+  }
+  // Widening to float32 is exact: the same products, accumulated in float32.
+  Tensor dy_wide, x_wide, w_wide;
+  ONNX_AMP_ASSIGN_OR_RETURN(const float* dy_data, Float32Data(context, *dy, dy_wide));
+  if (want_dx) {
+    ONNX_AMP_ASSIGN_OR_RETURN(const float* w_data, Float32Data(context, *w, w_wide));
+    ONNX_AMP_RETURN_IF_ERROR(Report(context, BackwardData(problem, dy_data, w_data, dx.data)));
+    Finish(context, dx);
+  }
+  if (want_dw) {
+    ONNX_AMP_ASSIGN_OR_RETURN(const float* x_data, Float32Data(context, *x, x_wide));
+    ONNX_AMP_RETURN_IF_ERROR(Report(context, BackwardWeights(problem, dy_data, x_data, dw.data, db.data)));
+    Finish(context, dw);
+    Finish(context, db);
+  }
+  return Status::Ok();
+}
+
+}  // namespace onnx_amp
