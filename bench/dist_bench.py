@@ -1,16 +1,22 @@
 """Data-parallel scaling of `onnx-amp train` on one machine: samples/s with 1 rank and with
-`mpirun -np 2` at the same global batch, and what each step all-reduces.
+`mpirun -np 2` at the same global batch, with the gradient all-reduce beside the backward pass
+(the default) and after it (--no-dist-overlap), and what each step all-reduces.
 
     dist_bench.py --cli BUILD/bin/onnx-amp --model MLP.onnx --data FASHION_MNIST_DIR
-                  [--batch 256] [--steps 300] [--policies float32,mixed_float16,mixed_bfloat16]
+                  [--batch 256] [--steps 300] [--rounds 2] [--bucket-mib 0.05]
+                  [--policies float32,mixed_float16,mixed_bfloat16]
 
-For each policy: a plain run with --batch-size B and a 2-rank run with --batch-size B/2
-(the same B samples per step), each with --threads 1 per rank so the two ranks use the two
-cores one run of 1 rank at 2 threads would use; and a 1-rank run at 2 threads for the
-same cores. Throughput = B / median step time of rank 0 (its step time includes waiting for
-the other rank's gradients), over the steps after the first 20. Communication per step:
-the CLI's payload line (float32 gradients + loss per rank per step) and what a ring
-all-reduce moves per rank, 2 (N - 1) / N times the payload."""
+For each policy: a plain run with --batch-size B and two 2-rank runs with --batch-size B/2
+(the same B samples per step), one overlapping the all-reduce with the backward pass and one
+not, each with --threads 1 per rank so the two ranks use the two cores one run of 1 rank at 2
+threads would use; and 1-rank runs at 1 and 2 threads for the same cores. The 2-rank runs use
+--bucket-mib buckets (the default 8 MiB holds the whole MLP in one bucket, which can only start
+once the backward pass is done). Runs of one policy are interleaved, --rounds times, and each
+column reports its best round (the one least disturbed by other work on the machine).
+Throughput = B / median step time of rank 0 (its step time includes waiting for the other
+rank's gradients), over the steps after the first 20. Communication per step: the CLI's
+payload line (float32 gradients + loss per rank per step) and what a ring all-reduce moves per
+rank, 2 (N - 1) / N times the payload."""
 import argparse
 import json
 import os
@@ -23,11 +29,14 @@ import tempfile
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 
 
-def run(args, ranks, threads, batch, policy, work):
-    metrics = os.path.join(work, f"{policy}-{ranks}-{threads}.jsonl")
+def run(args, ranks, threads, batch, policy, work, overlap=True):
+    metrics = os.path.join(work, f"{policy}-{ranks}-{threads}-{overlap}.jsonl")
+    if os.path.exists(metrics):
+        os.remove(metrics)
     command = [args.cli, "train", args.model, "--data", args.data, "--policy", policy, "--batch-size", str(batch),
                "--max-steps", str(args.steps), "--threads", str(threads), "--metrics", metrics, "--eval-limit", "1"]
     if ranks > 1:
+        command += ["--dist-bucket-mib", str(args.bucket_mib)] + ([] if overlap else ["--no-dist-overlap"])
         command = ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none"] + command
     done = subprocess.run(command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if done.returncode != 0:
@@ -46,20 +55,30 @@ def main():
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--policies", default="float32,mixed_float16,mixed_bfloat16")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--bucket-mib", type=float, default=0.05)
     args = parser.parse_args()
     print(f"model {os.path.basename(args.model)}, global batch {args.batch}, {args.steps} steps, "
-          f"load average before: {os.getloadavg()[0]:.2f}")
-    print(f"{'policy':<16}{'1 rank x1 thr':>15}{'1 rank x2 thr':>15}{'2 ranks x1 thr':>16}{'2r / 1r x2':>12}"
-          f"{'payload KiB':>13}{'ring KiB/rank':>15}")
+          f"{args.rounds} rounds, 2-rank buckets {args.bucket_mib} MiB, load average before: {os.getloadavg()[0]:.2f}")
+    print(f"{'policy':<16}{'1r x1':>9}{'1r x2':>9}{'2r after':>10}{'2r beside':>11}{'beside/after':>14}"
+          f"{'beside/1r x2':>14}{'payload KiB':>13}{'load':>7}")
+    rate = lambda ms: args.batch / (ms / 1000.0)
     with tempfile.TemporaryDirectory() as work:
         for policy in args.policies.split(","):
-            one_1, _ = run(args, 1, 1, args.batch, policy, work)
-            one_2, _ = run(args, 1, 2, args.batch, policy, work)
-            two, payload = run(args, 2, 1, args.batch // 2, policy, work)
-            rate = lambda ms: args.batch / (ms / 1000.0)
-            print(f"{policy:<16}{rate(one_1):>15.0f}{rate(one_2):>15.0f}{rate(two):>16.0f}"
-                  f"{rate(two) / rate(one_2):>12.2f}{payload:>13.1f}{payload:>15.1f}")
-    print("samples/s; ring KiB/rank = 2 (N - 1) / N x payload = payload for N = 2")
+            best = {"one_1": [], "one_2": [], "after": [], "beside": []}
+            payload = 0.0
+            for _ in range(args.rounds):
+                best["one_1"].append(run(args, 1, 1, args.batch, policy, work)[0])
+                best["one_2"].append(run(args, 1, 2, args.batch, policy, work)[0])
+                best["after"].append(run(args, 2, 1, args.batch // 2, policy, work, overlap=False)[0])
+                ms, payload = run(args, 2, 1, args.batch // 2, policy, work, overlap=True)
+                best["beside"].append(ms)
+            r = {key: rate(min(times)) for key, times in best.items()}
+            print(f"{policy:<16}{r['one_1']:>9.0f}{r['one_2']:>9.0f}{r['after']:>10.0f}{r['beside']:>11.0f}"
+                  f"{r['beside'] / r['after']:>14.2f}{r['beside'] / r['one_2']:>14.2f}{payload:>13.1f}"
+                  f"{os.getloadavg()[0]:>7.2f}")
+    print("samples/s (best of the rounds); 2r after = --no-dist-overlap; load = 1-minute load average after the "
+          "policy's runs; ring KiB per rank = 2 (N - 1) / N x payload = payload for N = 2")
 
 
 if __name__ == "__main__":

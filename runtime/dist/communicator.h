@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string_view>
 
 #include "runtime/core/dtype.h"
@@ -15,7 +16,28 @@ namespace onnx_amp {
 
 enum class ReduceOp { kSum, kMax };
 
+// A collective started and not yet waited for. Its memory belongs to the collective until
+// Wait() returns. Destroying it waits for it (a rank must never free memory MPI may still
+// write).
+class PendingCollective {
+ public:
+  virtual ~PendingCollective() = default;
+  // Lets the collective advance without blocking (MPI moves a non-blocking collective on
+  // only inside MPI calls) and says whether it has completed.
+  virtual Expected<bool> Test() = 0;
+  // Completes it, bounded by the communicator's timeout.
+  virtual Status Wait() = 0;
+};
+
 class Communicator {
+ private:
+  // What the default StartAllReduce returns: it ran to completion when it was started.
+  class CompletedCollective final : public PendingCollective {
+   public:
+    Expected<bool> Test() override { return true; }
+    Status Wait() override { return Status::Ok(); }
+  };
+
  public:
   virtual ~Communicator() = default;
 
@@ -28,6 +50,15 @@ class Communicator {
   // backend reduces: host memory for MPI, the communicator's GPU for NCCL. `what` names the
   // collective in errors ("gradients of step 12"). Supported dtypes: float32, float64, int64.
   virtual Status AllReduce(void* data, int64_t count, DType dtype, ReduceOp op, std::string_view what) = 0;
+  // Starts the same all-reduce and returns before it completes, so that work can go on
+  // beside it. Every rank starts its collectives in the same order. This default runs it
+  // to completion at once; MpiCommunicator starts a non-blocking one. (Inline, as the whole
+  // interface: the CUDA backend library implements it without linking this folder.)
+  virtual Expected<std::unique_ptr<PendingCollective>> StartAllReduce(void* data, int64_t count, DType dtype,
+                                                                      ReduceOp op, std::string_view what) {
+    ONNX_AMP_RETURN_IF_ERROR(AllReduce(data, count, dtype, op, what));
+    return std::unique_ptr<PendingCollective>(new CompletedCollective());
+  }
   // Copies `bytes` bytes at `data` from `root` to every rank (host memory for MPI).
   virtual Status Broadcast(void* data, int64_t bytes, int root, std::string_view what) = 0;
 };

@@ -1,17 +1,21 @@
 // ReplicaSync (runtime/train/replica_sync.h) over a host-memory Communicator: what keeps
 // data-parallel replicas identical, step after step.
 //
-// Gradients are summed in float32 in buckets: consecutive parameters are packed into
-// buffers of about `bucket_bytes` (each gradient at a 64-byte boundary; a gradient larger
-// than a bucket gets one of its own), one all-reduce per bucket, and the summed gradients
-// handed to the update graph are views into the buckets (no copy back). Packing costs one
-// pass over the gradients and buys two things: one call per bucket instead of one per tensor
-// (biases are tiny, and each call costs a round of latency), and sums that never alias the
-// executor's outputs. The step's loss sum travels in the last bucket.
+// Gradients are summed in float32 in buckets: the parameters, in the order the backward
+// pass finishes their gradients (last layer first), are packed into buffers of about
+// `bucket_bytes` (each gradient at a 64-byte boundary; a gradient larger than a bucket gets
+// one of its own), one all-reduce per bucket, and the summed gradients handed to the update
+// graph are views into the buckets (no copy back). Packing costs one pass over the
+// gradients and buys two things: one call per bucket instead of one per tensor (biases are
+// tiny, and each call costs a round of latency), and sums that never alias the executor's
+// outputs. The step's loss sum travels in the last bucket.
 //
-// The executor hands back every gradient at the end of the backward pass, so buckets are
-// reduced after it, not overlapped with it; `ReduceBucket` per ready bucket is where an
-// executor that reports finished outputs would start them early.
+// Overlap: the trainer reports each gradient as the executor finishes it (GradientReady);
+// a bucket's non-blocking all-reduce starts as soon as all of its gradients are packed, and
+// buckets start in plan order, so every rank starts the same collectives in the same order.
+// The last bucket (the first layer's gradients and the loss) starts in SumGradients, which
+// then waits for every bucket. Sums are element-wise, so the result is the same bits with
+// or without overlap.
 //
 // The skip decision is a MAX all-reduce of {skip, -first non-finite index}: the summed
 // gradients are the same bits on every rank with the reductions Open MPI uses, so the ranks
@@ -20,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "runtime/dist/communicator.h"
@@ -38,34 +43,55 @@ class GradientSync final : public ReplicaSync {
  public:
   static constexpr int64_t kDefaultBucketBytes = int64_t{8} << 20;
 
-  // `communicator` must outlive this object and reduce host memory.
-  explicit GradientSync(Communicator& communicator, int64_t bucket_bytes = kDefaultBucketBytes);
+  // `communicator` must outlive this object and reduce host memory. `overlap`: start
+  // buckets as gradients are reported (else every bucket starts in SumGradients).
+  explicit GradientSync(Communicator& communicator, int64_t bucket_bytes = kDefaultBucketBytes, bool overlap = true);
 
   int rank() const override { return communicator_.rank(); }
   int ranks() const override { return communicator_.size(); }
+  void PlanGradients(std::span<const int64_t> elements, std::span<const size_t> completion_order) override;
+  bool overlaps_backward() const override { return overlap_; }
+  Status GradientReady(size_t index, const Tensor& gradient, int64_t step) override;
   Status SumGradients(std::vector<Tensor>& gradients, double& loss_sum, int64_t step) override;
   Status AgreeOnSkip(bool& skip, int64_t& first_non_finite, int64_t step) override;
   Status SumValues(std::span<double> values, std::string_view what) override;
   Status CheckSameState(uint64_t fingerprint, std::string_view what) override;
 
-  // Known after the first step.
+  // Known once planned (PlanGradients or the first step).
   const GradientSyncVolume& volume() const { return volume_; }
+  // Buckets whose all-reduce has started in the step under way (0 between steps).
+  size_t buckets_started() const { return next_bucket_; }
 
  private:
   struct Placement {
     size_t bucket = 0;
     int64_t offset = 0;  // in elements
+    int64_t elements = 0;
   };
-  void PlanBuckets(const std::vector<Tensor>& gradients);
-  Status ReduceBucket(size_t bucket, int64_t step);
+  void PlanBuckets(std::span<const int64_t> elements, std::span<const size_t> order);
+  // Fresh buckets where the last step's views are still held; nothing packed yet.
+  void OpenStep();
+  Status Pack(size_t index, const Tensor& gradient);
+  // Starts, in plan order, every bucket whose members are all packed.
+  Status StartCompleteBuckets(int64_t step);
 
   Communicator& communicator_;
   const int64_t bucket_elements_;
-  std::vector<int64_t> bucket_sizes_;  // elements, padding included
-  std::vector<Tensor> buckets_;        // float32 [bucket_sizes_[b]]
-  std::vector<Placement> placements_;  // per gradient
-  int64_t loss_offset_ = 0;            // in the last bucket
+  const bool overlap_;
+  std::vector<int64_t> bucket_sizes_;    // elements, padding included
+  std::vector<int64_t> bucket_members_;  // gradients per bucket (the loss counts in the last)
+  std::vector<Tensor> buckets_;          // float32 [bucket_sizes_[b]]
+  std::vector<Placement> placements_;    // per gradient
+  int64_t loss_offset_ = 0;              // in the last bucket
   GradientSyncVolume volume_;
+
+  // The step under way.
+  bool step_open_ = false;
+  std::vector<bool> packed_;              // per gradient
+  std::vector<int64_t> bucket_unpacked_;  // members not yet packed, per bucket
+  size_t next_bucket_ = 0;                // the next bucket to start
+  // Declared after buckets_: destroyed (waited for) before the memory they reduce.
+  std::vector<std::unique_ptr<PendingCollective>> pending_;  // per started bucket
 };
 
 }  // namespace onnx_amp

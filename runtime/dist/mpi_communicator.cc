@@ -69,6 +69,48 @@ int WaitYieldingCore(MPI_Request& request) {
   }
 }
 
+// Starts MPI_Iallreduce in place over MPI_COMM_WORLD.
+Status StartIallreduce(void* data, int64_t count, DType dtype, ReduceOp op, std::string_view what,
+                       MPI_Request& request) {
+  if (count > std::numeric_limits<int>::max()) {
+    return InternalError("all-reduce of " + std::to_string(count) + " elements exceeds one MPI call; use buckets");
+  }
+  ONNX_AMP_ASSIGN_OR_RETURN(const MPI_Datatype type, MpiType(dtype));
+  const int code = MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), type,
+                                  op == ReduceOp::kSum ? MPI_SUM : MPI_MAX, MPI_COMM_WORLD, &request);
+  return MpiStatus(code, "MPI_Iallreduce", what);
+}
+
+class MpiPendingCollective final : public PendingCollective {
+ public:
+  MpiPendingCollective(MPI_Request request, CollectiveWatchdog& watchdog, std::string_view what)
+      : request_(request), watchdog_(watchdog), what_(what) {}
+  ~MpiPendingCollective() override {
+    if (request_ != MPI_REQUEST_NULL) (void)Wait();
+  }
+
+  Expected<bool> Test() override {
+    if (request_ == MPI_REQUEST_NULL) return true;
+    int done = 0;
+    ONNX_AMP_RETURN_IF_ERROR(MpiStatus(MPI_Test(&request_, &done, MPI_STATUS_IGNORE), "MPI_Test", what_));
+    return done != 0;
+  }
+
+  Status Wait() override {
+    if (request_ == MPI_REQUEST_NULL) return Status::Ok();
+    watchdog_.Arm(what_);
+    const int code = WaitYieldingCore(request_);
+    watchdog_.Disarm();
+    request_ = MPI_REQUEST_NULL;  // an error is reported once
+    return MpiStatus(code, "MPI_Iallreduce", what_);
+  }
+
+ private:
+  MPI_Request request_;  // MPI_REQUEST_NULL once complete
+  CollectiveWatchdog& watchdog_;
+  const std::string what_;
+};
+
 }  // namespace
 
 bool LaunchedByMpiLauncher() {
@@ -103,17 +145,19 @@ MpiCommunicator::~MpiCommunicator() {
 }
 
 Status MpiCommunicator::AllReduce(void* data, int64_t count, DType dtype, ReduceOp op, std::string_view what) {
-  if (count > std::numeric_limits<int>::max()) {
-    return InternalError("all-reduce of " + std::to_string(count) + " elements exceeds one MPI call; use buckets");
-  }
-  ONNX_AMP_ASSIGN_OR_RETURN(const MPI_Datatype type, MpiType(dtype));
   watchdog_.Arm(what);
   MPI_Request request;
-  int code = MPI_Iallreduce(MPI_IN_PLACE, data, static_cast<int>(count), type, op == ReduceOp::kSum ? MPI_SUM : MPI_MAX,
-                            MPI_COMM_WORLD, &request);
-  if (code == MPI_SUCCESS) code = WaitYieldingCore(request);
+  Status status = StartIallreduce(data, count, dtype, op, what, request);
+  if (status.ok()) status = MpiStatus(WaitYieldingCore(request), "MPI_Iallreduce", what);
   watchdog_.Disarm();
-  return MpiStatus(code, "MPI_Iallreduce", what);
+  return status;
+}
+
+Expected<std::unique_ptr<PendingCollective>> MpiCommunicator::StartAllReduce(void* data, int64_t count, DType dtype,
+                                                                             ReduceOp op, std::string_view what) {
+  MPI_Request request;
+  ONNX_AMP_RETURN_IF_ERROR(StartIallreduce(data, count, dtype, op, what, request));
+  return std::unique_ptr<PendingCollective>(new MpiPendingCollective(request, watchdog_, what));
 }
 
 Status MpiCommunicator::Broadcast(void* data, int64_t bytes, int root, std::string_view what) {

@@ -31,6 +31,10 @@ class MpiCommunicator final : public Communicator {
   int local_size() const { return local_size_; }
 
   Status AllReduce(void* data, int64_t count, DType dtype, ReduceOp op, std::string_view what) override;
+  // MPI_Iallreduce; the watchdog bounds the wait for it, not the time it runs beside other
+  // work.
+  Expected<std::unique_ptr<PendingCollective>> StartAllReduce(void* data, int64_t count, DType dtype, ReduceOp op,
+                                                              std::string_view what) override;
   Status Broadcast(void* data, int64_t bytes, int root, std::string_view what) override;
 
   // Ends every rank of the job with `exit_code` (after an error on this one): a rank that

@@ -38,7 +38,18 @@ struct RunState {
   bool prepack_weights = true;
   const std::vector<bool>* capture_slots = nullptr;  // main graph only
   std::map<std::string, Tensor>* captured = nullptr;
+  // ExecutorRunOptions::output_ready, when set (main graph only), and the outputs each slot holds.
+  const ExecutorRunOptions::OutputReady* output_ready = nullptr;
+  const std::vector<std::vector<size_t>>* outputs_of_slot = nullptr;
 };
+
+// Reports the graph outputs `slot` holds to the run's output_ready callback.
+Status ReportOutputs(int slot, const Tensor& value, const RunState& state) {
+  for (size_t index : (*state.outputs_of_slot)[slot]) {
+    ONNX_AMP_RETURN_IF_ERROR((*state.output_ready)(index, value));
+  }
+  return Status::Ok();
+}
 
 // The values of one graph while it runs; bodies chain to the frame of their owner.
 struct Frame {
@@ -211,6 +222,7 @@ void ReleaseSlot(Frame& frame, int slot, RunState& state) {
 Status RunSteps(Frame& frame, RunState& state) {
   const GraphPlan& plan = frame.plan;
   const bool capture = frame.parent == nullptr && state.capture_slots != nullptr;
+  const bool report = frame.parent == nullptr && state.output_ready != nullptr;
   for (const PlanStep& step : plan.steps) {
     NodeContext context(step, frame, state);
     const Clock::time_point start = Clock::now();
@@ -233,6 +245,9 @@ Status RunSteps(Frame& frame, RunState& state) {
       }
       if (capture && (*state.capture_slots)[slot] && frame.slots[slot].defined()) {
         (*state.captured)[plan.slot_names[slot]] = frame.slots[slot];
+      }
+      if (report && frame.slots[slot].defined()) {
+        ONNX_AMP_RETURN_IF_ERROR(ReportOutputs(slot, frame.slots[slot], state));
       }
     }
     for (int slot : step.release_after) ReleaseSlot(frame, slot, state);
@@ -318,6 +333,7 @@ Expected<std::unique_ptr<Executor>> Executor::Create(const onnx::ModelProto& mod
   ONNX_AMP_ASSIGN_OR_RETURN(executor->inputs_, GraphInputSpecs(model.graph()));
   for (const onnx::ValueInfoProto& output : model.graph().output()) executor->output_names_.push_back(output.name());
 
+  executor->PlanOutputReports();
   executor->capture_slots_.assign(plan.slot_names.size(), options.capture_all);
   for (const std::string& name : options.capture) {
     const int slot = plan.FindSlot(name);
@@ -333,6 +349,36 @@ Expected<std::unique_ptr<Executor>> Executor::Create(const onnx::ModelProto& mod
   return executor;
 }
 
+void Executor::PlanOutputReports() {
+  const GraphPlan& plan = *plan_;
+  // An Identity's output is a view of its input, final as soon as the input is: the
+  // backward pass names each parameter's gradient with an Identity at the end of the graph,
+  // so reporting those at the Identity would report every gradient at the end.
+  std::vector<int> source(plan.slot_names.size());
+  for (size_t slot = 0; slot < source.size(); ++slot) source[slot] = static_cast<int>(slot);
+  for (const PlanStep& step : plan.steps) {
+    const bool identity = step.kernel->domain.empty() && step.kernel->op_type == "Identity";
+    if (identity && !step.inputs.empty() && step.inputs[0] >= 0 && !step.outputs.empty() && step.outputs[0] >= 0) {
+      source[step.outputs[0]] = source[step.inputs[0]];
+    }
+  }
+  outputs_of_slot_.assign(plan.slot_names.size(), {});
+  for (size_t i = 0; i < plan.output_slots.size(); ++i) outputs_of_slot_[source[plan.output_slots[i]]].push_back(i);
+  // Run() reports the slots no step produces first, in slot order, then each step's outputs.
+  for (size_t slot = 0; slot < plan.slot_names.size(); ++slot) {
+    if (plan.slot_kinds[slot] == SlotKind::kNodeOutput) continue;
+    output_completion_order_.insert(output_completion_order_.end(), outputs_of_slot_[slot].begin(),
+                                    outputs_of_slot_[slot].end());
+  }
+  for (const PlanStep& step : plan.steps) {
+    for (int slot : step.outputs) {
+      if (slot < 0) continue;
+      output_completion_order_.insert(output_completion_order_.end(), outputs_of_slot_[slot].begin(),
+                                      outputs_of_slot_[slot].end());
+    }
+  }
+}
+
 Expected<std::unique_ptr<Executor>> Executor::Create(onnx::ModelProto&& model, const ExecutorOptions& options) {
   auto owned = std::make_unique<onnx::ModelProto>(std::move(model));
   ONNX_AMP_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Create(*owned, options));
@@ -340,7 +386,7 @@ Expected<std::unique_ptr<Executor>> Executor::Create(onnx::ModelProto&& model, c
   return executor;
 }
 
-Expected<RunResult> Executor::Run(const std::map<std::string, Tensor>& feeds) {
+Expected<RunResult> Executor::Run(const std::map<std::string, Tensor>& feeds, const ExecutorRunOptions& options) {
   ONNX_AMP_RETURN_IF_ERROR(CheckInputs(inputs_, feeds));
   const Clock::time_point start = Clock::now();
   RunResult result;
@@ -357,6 +403,10 @@ Expected<RunResult> Executor::Run(const std::map<std::string, Tensor>& feeds) {
   state.prepack_weights = prepack_weights_;
   state.capture_slots = &capture_slots_;
   state.captured = &result.captured;
+  if (options.output_ready) {
+    state.output_ready = &options.output_ready;
+    state.outputs_of_slot = &outputs_of_slot_;
+  }
 
   const GraphPlan& plan = *plan_;
   Frame frame(plan, nullptr);
@@ -370,6 +420,11 @@ Expected<RunResult> Executor::Run(const std::map<std::string, Tensor>& feeds) {
   for (size_t slot = 0; slot < plan.slot_names.size(); ++slot) {
     if (capture_slots_[slot] && plan.slot_kinds[slot] != SlotKind::kNodeOutput && frame.slots[slot].defined()) {
       result.captured[plan.slot_names[slot]] = frame.slots[slot];
+    }
+    // Outputs no step produces are final before the first step.
+    const bool produced_by_no_step = plan.slot_kinds[slot] != SlotKind::kNodeOutput;
+    if (state.output_ready != nullptr && produced_by_no_step && frame.slots[slot].defined()) {
+      ONNX_AMP_RETURN_IF_ERROR(ReportOutputs(static_cast<int>(slot), frame.slots[slot], state));
     }
   }
   try {

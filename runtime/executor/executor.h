@@ -7,6 +7,7 @@
 // constant weights stay in oneDNN's layout between runs; neither changes a number.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -52,6 +53,19 @@ struct ExecutorOptions {
   size_t max_memory_bytes = 0;
 };
 
+// What one run does besides computing its outputs.
+struct ExecutorRunOptions {
+  // Called on the running thread as soon as graph output `index` (declaration order) has
+  // its final value: when the step producing it has finished, or for an output made by
+  // Identity, the step producing the value it views (before the run, for a graph input or
+  // an initializer). Nothing writes that value while the callee holds the tensor, so it may
+  // keep it and read it while the later steps run (data-parallel training starts a
+  // gradient's all-reduce there). The tensor is where the step left it: on a device, its
+  // work may still be queued. An error stops the run and is its result. Empty: no cost.
+  using OutputReady = std::function<Status(size_t index, const Tensor& value)>;
+  OutputReady output_ready;
+};
+
 struct RunResult {
   std::vector<NamedTensor> outputs;        // the graph outputs, in declaration order
   std::map<std::string, Tensor> captured;  // by value name
@@ -74,17 +88,26 @@ class Executor {
   // The graph inputs (those backed by an initializer are optional to feed).
   const std::vector<InputSpec>& inputs() const { return inputs_; }
   const std::vector<std::string>& output_names() const { return output_names_; }
+  // Graph output indices in the order a run finalises them (ExecutorRunOptions::output_ready's
+  // order): outputs that are graph inputs or initializers first, then by producing step.
+  const std::vector<size_t>& output_completion_order() const { return output_completion_order_; }
 
-  Expected<RunResult> Run(const std::map<std::string, Tensor>& feeds);
+  Expected<RunResult> Run(const std::map<std::string, Tensor>& feeds, const ExecutorRunOptions& options = {});
 
  private:
   Executor();
+  // Fills outputs_of_slot_ and output_completion_order_ from the plan.
+  void PlanOutputReports();
+
   std::unique_ptr<onnx::ModelProto> owned_model_;
   std::unique_ptr<ModelView> view_;
   std::unique_ptr<GraphPlan> plan_;
   std::unique_ptr<ThreadPool> threads_;
   std::vector<InputSpec> inputs_;
   std::vector<std::string> output_names_;
+  std::vector<size_t> output_completion_order_;
+  // Main-graph slot -> the graph outputs reported when it is final (most slots: none).
+  std::vector<std::vector<size_t>> outputs_of_slot_;
   std::vector<bool> capture_slots_;
   Device* device_ = nullptr;
   bool outputs_on_host_ = true;

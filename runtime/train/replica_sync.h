@@ -28,9 +28,21 @@ class ReplicaSync {
   virtual int rank() const = 0;
   virtual int ranks() const = 0;
 
+  // Told once, before the first step: each gradient's element count and the gradient
+  // indices in the order the backward pass finishes them (last layer first), so that sums
+  // can start in that order while the backward pass goes on.
+  virtual void PlanGradients(std::span<const int64_t> elements, std::span<const size_t> completion_order) = 0;
+  // True when GradientReady starts summing early; the trainer then reports each of a
+  // step's final float32 host gradients as soon as the backward pass has finished it.
+  virtual bool overlaps_backward() const = 0;
+  // Gradient `index` of this step is final (this rank's sum over its micro-batches); its
+  // values are taken now, so the caller may reuse `gradient` afterwards.
+  virtual Status GradientReady(size_t index, const Tensor& gradient, int64_t step) = 0;
   // Sums the float32 `gradients` (this rank's sums over its micro-batches, one per
-  // parameter) and `loss_sum` over every rank. `gradients` may come back as other tensors of
-  // the same shapes holding the sums. `step` (1-based) names the collective in errors.
+  // parameter) and `loss_sum` over every rank, those reported by GradientReady included
+  // (only their shapes are read again), and waits for every sum. `gradients` may
+  // come back as other tensors of the same shapes holding the sums. `step` (1-based)
+  // names the collective in errors.
   virtual Status SumGradients(std::vector<Tensor>& gradients, double& loss_sum, int64_t step) = 0;
   // Every rank's skip decision: `skip` comes back true on every rank when it was true on
   // any, and `first_non_finite` as the lowest gradient index any rank reported (-1: none).

@@ -139,16 +139,31 @@ Expected<StepResult> Trainer::Step(std::span<const Batch> micro_batches, const s
     for (Tensor& sum : sums_) std::memset(sum.raw_data(), 0, sum.bytes());
   }
 
-  std::vector<Tensor> gradients;
+  std::vector<Tensor> gradients(parameters.size());
   double loss_sum = 0.0;
   // One micro-batch: its loss goes to the update graph where it was made (no wait for
   // the device before the update is queued) and is read once the step is done.
   Tensor loss_value;
-  for (const Batch& batch : micro_batches) {
+  const int64_t step_number = scaler_.state().steps + 1;
+  // Overlap: the last micro-batch hands each gradient to the sync as soon as it is final.
+  const bool overlap = sync_ != nullptr && sync_->overlaps_backward() && config_.device == nullptr;
+  std::vector<bool> taken(parameters.size());
+  ExecutorRunOptions last_run;
+  if (overlap) {
+    last_run.output_ready = [&](size_t output, const Tensor& value) -> Status {
+      if (output == 0) return Status::Ok();  // the loss, read after the run
+      const size_t p = output - 1;
+      ONNX_AMP_RETURN_IF_ERROR(TakeGradient(p, value, train_->output_names()[output], accumulate, gradients));
+      taken[p] = true;
+      return sync_->GradientReady(p, accumulate ? sums_[p] : gradients[p], step_number);
+    };
+  }
+  for (size_t m = 0; m < micro_batches.size(); ++m) {
     using FeedMap = std::map<std::string, Tensor>;
-    ONNX_AMP_ASSIGN_OR_RETURN(FeedMap feeds, Feeds(batch));
+    ONNX_AMP_ASSIGN_OR_RETURN(FeedMap feeds, Feeds(micro_batches[m]));
     feeds[graph_.seed_input] = seed;
-    ONNX_AMP_ASSIGN_OR_RETURN(RunResult run, train_->Run(feeds));
+    const bool last = m + 1 == micro_batches.size();
+    ONNX_AMP_ASSIGN_OR_RETURN(RunResult run, train_->Run(feeds, last ? last_run : ExecutorRunOptions{}));
     ONNX_AMP_ASSERT(run.outputs.size() == parameters.size() + 1, "training graph outputs: loss, then gradients");
     if (!accumulate) {
       loss_value = run.outputs[0].tensor;
@@ -157,19 +172,9 @@ Expected<StepResult> Trainer::Step(std::span<const Batch> micro_batches, const s
       loss_sum += *loss.data<float>();
     }
     for (size_t p = 0; p < parameters.size(); ++p) {
-      const Tensor& produced = run.outputs[p + 1].tensor;
-      if (produced.dtype() != DType::kFloat32 || produced.num_elements() != parameters[p].tensor.num_elements()) {
-        return InternalError("gradient '" + run.outputs[p + 1].name + "' is not float32 of its parameter's shape");
-      }
-      if (!accumulate) {
-        gradients.push_back(produced.Reshaped(parameters[p].tensor.shape()));
-        continue;
-      }
-      // Device gradients are summed on the host: accumulation trades speed for memory.
-      ONNX_AMP_ASSIGN_OR_RETURN(const Tensor host, OnHost(produced));
-      float* sum = sums_[p].data<float>();
-      const float* add = host.data<float>();
-      for (int64_t i = 0; i < produced.num_elements(); ++i) sum[i] += add[i];
+      if (last && taken[p]) continue;
+      ONNX_AMP_RETURN_IF_ERROR(
+          TakeGradient(p, run.outputs[p + 1].tensor, run.outputs[p + 1].name, accumulate, gradients));
     }
   }
   if (accumulate) gradients = sums_;
@@ -179,7 +184,7 @@ Expected<StepResult> Trainer::Step(std::span<const Batch> micro_batches, const s
       ONNX_AMP_ASSIGN_OR_RETURN(const Tensor loss, OnHost(loss_value));
       loss_sum = *loss.data<float>();
     }
-    ONNX_AMP_RETURN_IF_ERROR(sync_->SumGradients(gradients, loss_sum, scaler_.state().steps + 1));
+    ONNX_AMP_RETURN_IF_ERROR(sync_->SumGradients(gradients, loss_sum, step_number));
     micro_count *= sync_->ranks();
   }
   const bool loss_on_host = accumulate || sync_ != nullptr;
@@ -194,6 +199,37 @@ Expected<StepResult> Trainer::Step(std::span<const Batch> micro_batches, const s
   }
   ONNX_AMP_RETURN_IF_ERROR(scaler_.Update());
   return result;
+}
+
+Status Trainer::TakeGradient(size_t p, const Tensor& produced, const std::string& name, bool accumulate,
+                             std::vector<Tensor>& gradients) {
+  const Tensor& parameter = graph_.parameters[p].tensor;
+  if (produced.dtype() != DType::kFloat32 || produced.num_elements() != parameter.num_elements()) {
+    return InternalError("gradient '" + name + "' is not float32 of its parameter's shape");
+  }
+  if (!accumulate) {
+    gradients[p] = produced.Reshaped(parameter.shape());
+    return Status::Ok();
+  }
+  // Device gradients are summed on the host: accumulation trades speed for memory.
+  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor host, OnHost(produced));
+  float* sum = sums_[p].data<float>();
+  const float* add = host.data<float>();
+  for (int64_t i = 0; i < produced.num_elements(); ++i) sum[i] += add[i];
+  return Status::Ok();
+}
+
+void Trainer::set_replica_sync(ReplicaSync* sync) {
+  sync_ = sync;
+  if (sync_ == nullptr) return;
+  // The training graph's outputs are the loss, then one gradient per parameter.
+  std::vector<int64_t> elements;
+  for (const NamedTensor& parameter : graph_.parameters) elements.push_back(parameter.tensor.num_elements());
+  std::vector<size_t> order;
+  for (size_t output : train_->output_completion_order()) {
+    if (output > 0) order.push_back(output - 1);
+  }
+  sync_->PlanGradients(elements, order);
 }
 
 Status Trainer::Update(std::vector<Tensor> gradients, int64_t micro_batches, const Tensor& loss, StepResult& result,

@@ -93,9 +93,10 @@ class Trainer {
   Optimizer& optimizer() { return optimizer_; }
   LossScaler& scaler() { return scaler_; }
   // Data-parallel training: the step's gradients and loss are summed over the replicas
-  // before the update graph, and the skip decision is theirs together. Null (the default):
-  // a single process. Not owned.
-  void set_replica_sync(ReplicaSync* sync) { sync_ = sync; }
+  // before the update graph, and the skip decision is theirs together; on the CPU, a sync
+  // that overlaps the backward pass gets each gradient as soon as the executor finishes it.
+  // Null (the default): a single process. Not owned.
+  void set_replica_sync(ReplicaSync* sync);
   ReplicaSync* replica_sync() const { return sync_; }
 
  private:
@@ -106,6 +107,10 @@ class Trainer {
   // loss, on the host or the device) and takes its results.
   Status Update(std::vector<Tensor> gradients, int64_t micro_batches, const Tensor& loss, StepResult& result,
                 const std::function<Status()>& while_queued);
+  // Takes micro-batch gradient `p` of the training graph: checks it, and keeps it in
+  // `gradients` (one micro-batch) or adds it to the float32 sums (several).
+  Status TakeGradient(size_t p, const Tensor& produced, const std::string& name, bool accumulate,
+                      std::vector<Tensor>& gradients);
   // Weights and slots onto the device the graphs run on (nothing on the CPU).
   Status MoveStateToDevice();
   // A host copy of a graph output (the tensor itself on the CPU).

@@ -20,6 +20,9 @@
    after --dist-timeout with an error naming the all-reduce.
 5. A resumed 2-rank run ends bit-identical to an uninterrupted one; `mpirun -np 1` ends
    bit-identical to a plain run; ranks given different flags refuse to start.
+6. Buckets all-reduced while the backward pass runs (the default) and after it
+   (--no-dist-overlap) give the same weights bit for bit, with one and with two micro-batches
+   per step.
 
     data_parallel_test.py --cli BUILD/bin/onnx-amp --models models --work DIR"""
 import argparse
@@ -390,6 +393,26 @@ def resume_and_single_rank(cli, work, data):
           f"ranks with different flags refuse to start\n{mixed.stdout[-800:]}")
 
 
+def overlap_changes_no_bit(cli, work, data):
+    # Buckets started while the backward pass runs (the default) and summed after it
+    # (--no-dist-overlap) add the same two numbers per element: the weights must be the same bits,
+    # with one micro-batch per step and with two accumulated.
+    common = ["--batch-size", "32", "--policy", "mixed_float16", "--optimizer", "adam", "--max-steps", "8",
+              "--dist-bucket-mib", "0.05"]
+    for accumulation in ("1", "2"):
+        folders = {}
+        for mode, flags in (("beside", []), ("after", ["--no-dist-overlap"])):
+            folders[mode] = os.path.join(work, f"overlap-{mode}-{accumulation}")
+            done = cli.run(2, data, *common, "--accumulation-steps", accumulation, *flags,
+                           "--checkpoint-dir", folders[mode])
+            check(done.returncode == 0 and f"gradients summed in float32 {mode} the backward pass" in done.stdout,
+                  f"2 ranks, {mode} the backward pass, {accumulation} micro-batch(es) per step\n{done.stdout[-800:]}")
+        a = weights(os.path.join(folders["beside"], "checkpoint.npz"))
+        b = weights(os.path.join(folders["after"], "checkpoint.npz"))
+        check(a.keys() == b.keys() and all(a[k].tobytes() == b[k].tobytes() for k in a),
+              f"2 ranks, {accumulation} micro-batch(es): all-reduce beside the backward pass == after it, bit for bit")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cli", required=True)
@@ -416,6 +439,7 @@ def main():
     killed_rank(cli, args.work, data)
     stopped_rank(cli, args.work, data)
     resume_and_single_rank(cli, args.work, data)
+    overlap_changes_no_bit(cli, args.work, data)
     print(f"{len(failures)} failed" if failures else "all data-parallel checks passed")
     return 1 if failures else 0
 

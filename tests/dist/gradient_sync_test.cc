@@ -1,6 +1,7 @@
 // GradientSync over in-process ranks (thread_communicator.h): bucket layout and exact sums
-// (integer-valued floats, so any summation order gives the same bits), the skip agreement,
-// the replica check, and the summed gradients' views outliving a later step.
+// (integer-valued floats, so any summation order gives the same bits), buckets started in
+// the planned order as gradients are reported, the skip agreement, the replica check, and
+// the summed gradients' views outliving a later step.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -64,6 +65,50 @@ TEST(GradientSync, SumsEveryGradientAndTheLossInBuckets) {
     expect(sync.volume().buckets == 2, "two buckets");
     expect(sync.volume().payload_bytes == (32 + 80) * 4, "payload bytes");
     expect(sync.volume().collectives == 3, "collectives per step");
+  });
+  EXPECT_TRUE(failures.empty()) << failures.front();
+}
+
+TEST(GradientSync, StartsBucketsInBackwardOrderAsTheirGradientsAreReported) {
+  ThreadGroup group(2);
+  std::mutex failures_mutex;
+  std::vector<std::string> failures;
+  auto expect = [&](bool condition, const std::string& what) {
+    if (condition) return;
+    std::lock_guard<std::mutex> lock(failures_mutex);
+    failures.push_back(what);
+  };
+  group.Run([&](int rank) {
+    ThreadCommunicator communicator(group, rank);
+    // 32 floats per bucket, planned last gradient first: {3} (16), {2} (48, alone), then
+    // {1, 0} (16 + 16) with the loss.
+    GradientSync sync(communicator, 32 * sizeof(float));
+    const std::vector<int64_t> elements = {15, 7, 40, 4};
+    const std::vector<size_t> order = {3, 2, 1, 0};
+    sync.PlanGradients(elements, order);
+    expect(sync.volume().buckets == 3, "three buckets");
+    std::vector<Tensor> gradients = RankGradients(rank);
+    // Bucket 2 of the plan is complete first, but buckets start in plan order.
+    expect(sync.GradientReady(2, gradients[2], 1).ok(), "report 2");
+    expect(sync.buckets_started() == 0, "bucket 2 waits for bucket 1");
+    expect(communicator.collectives() == 0, "no collective before bucket 1 is complete");
+    expect(sync.GradientReady(3, gradients[3], 1).ok(), "report 3");
+    expect(sync.buckets_started() == 2, "buckets 1 and 2 start once both are complete");
+    expect(sync.GradientReady(1, gradients[1], 1).ok(), "report 1");
+    expect(sync.buckets_started() == 2, "the last bucket waits for gradient 0 and the loss");
+    // Gradient 0 comes with SumGradients; what was reported is not read again.
+    gradients[3] = Tensor::Zeros(DType::kFloat32, kShapes[3]);
+    double loss = rank + 1.0;
+    expect(sync.SumGradients(gradients, loss, 1).ok(), "SumGradients");
+    expect(communicator.collectives() == 3, "one collective per bucket");
+    expect(loss == 3.0, "loss sum");
+    for (size_t p = 0; p < kShapes.size(); ++p) {
+      for (int64_t i = 0; i < gradients[p].num_elements(); ++i) {
+        const float want = static_cast<float>(1000 + 2 * (100 * static_cast<int64_t>(p) + i));
+        expect(gradients[p].data<float>()[i] == want, "sum of gradient " + std::to_string(p));
+      }
+    }
+    expect(sync.buckets_started() == 0, "between steps");
   });
   EXPECT_TRUE(failures.empty()) << failures.front();
 }

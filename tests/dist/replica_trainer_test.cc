@@ -1,72 +1,47 @@
 // Two trainers joined by GradientSync over in-process ranks, as `mpirun -np 2` joins two
 // processes: an inf planted in one rank's gradients (between its backward pass and the
-// all-reduce) makes both ranks skip the step and halve the same loss scale, weights
-// untouched; the next clean step leaves both replicas bit-identical.
+// all-reduce, or as the backward pass reports the gradient) makes both ranks skip the step
+// and halve the same loss scale, weights untouched; the next clean step leaves both
+// replicas bit-identical.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <limits>
-#include <random>
 
-#include "converter/convert_model.h"
 #include "runtime/dist/gradient_sync.h"
-#include "runtime/onnx/model_io.h"
 #include "runtime/train/trainer.h"
-#include "runtime/train/training_graph.h"
 #include "tests/dist/thread_communicator.h"
+#include "tests/dist/trainer_fixtures.h"
 
 namespace onnx_amp {
 namespace {
 
+using testing::MakeBatch;
+using testing::MixedFloat16Trainer;
 using testing::ThreadCommunicator;
 using testing::ThreadGroup;
 
-std::unique_ptr<Trainer> MixedFloat16Trainer() {
-  Expected<onnx::ModelProto> model = LoadModel(std::string(ONNX_AMP_MODELS_DIR) + "/mlp_u64.onnx");
-  EXPECT_TRUE(model.ok()) << model.status().message();
-  Expected<TrainableModel> trainable = PrepareTrainableModel(*model, LossKind::kCrossEntropy);
-  EXPECT_TRUE(trainable.ok()) << trainable.status().message();
-  ConvertOptions convert;
-  convert.policy.kind = PolicyKind::kMixedFloat16;
-  convert.target = ConvertTarget::kOnnxAmp;
-  EXPECT_TRUE(convert.policy.Compile().ok());
-  Expected<ConvertResult> converted = ConvertModel(trainable->forward, convert);
-  EXPECT_TRUE(converted.ok()) << converted.status().message();
-  trainable->forward = std::move(converted->model);
-  Expected<TrainingGraph> graph = BuildTrainingGraph(std::move(*trainable), LossKind::kCrossEntropy);
-  EXPECT_TRUE(graph.ok()) << graph.status().message();
-  TrainerConfig config;
-  config.optimizer.kind = OptimizerKind::kAdam;
-  config.num_threads = 1;
-  Expected<std::unique_ptr<Trainer>> trainer = Trainer::Create(std::move(*graph), config);
-  EXPECT_TRUE(trainer.ok()) << trainer.status().message();
-  return std::move(*trainer);
-}
-
-// 16 samples in [0, 1).
-Batch MakeBatch(uint64_t seed) {
-  std::mt19937_64 generator(seed);
-  std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
-  Batch batch{Tensor::Empty(DType::kFloat32, {16, 784}), Tensor::Empty(DType::kInt64, {16, 1})};
-  for (int64_t i = 0; i < 16 * 784; ++i) batch.data.data<float>()[i] = pixel(generator);
-  for (int64_t i = 0; i < 16; ++i) batch.target.data<int64_t>()[i] = static_cast<int64_t>(generator() % 10);
-  return batch;
-}
-
 // GradientSync that first writes +inf into one element of gradient `parameter` of this
-// rank's own gradients, once, as an overflow in that rank's backward pass would.
+// rank's own gradients, once, as an overflow in that rank's backward pass would (where the
+// gradient reaches the sync: reported during the backward pass, or after it).
 class PlantingSync final : public ReplicaSync {
  public:
   PlantingSync(GradientSync& inner, bool plant, size_t parameter)
       : inner_(inner), plant_(plant), parameter_(parameter) {}
   int rank() const override { return inner_.rank(); }
   int ranks() const override { return inner_.ranks(); }
+  void PlanGradients(std::span<const int64_t> elements, std::span<const size_t> order) override {
+    inner_.PlanGradients(elements, order);
+  }
+  bool overlaps_backward() const override { return inner_.overlaps_backward(); }
+  Status GradientReady(size_t index, const Tensor& gradient, int64_t step) override {
+    if (!plant_ || index != parameter_) return inner_.GradientReady(index, gradient, step);
+    plant_ = false;
+    return inner_.GradientReady(index, Planted(gradient), step);
+  }
   Status SumGradients(std::vector<Tensor>& gradients, double& loss_sum, int64_t step) override {
     if (plant_) {
-      Tensor planted = Tensor::Empty(DType::kFloat32, gradients[parameter_].shape());
-      std::memcpy(planted.raw_data(), gradients[parameter_].raw_data(), planted.bytes());
-      planted.data<float>()[planted.num_elements() / 2] = std::numeric_limits<float>::infinity();
-      gradients[parameter_] = planted;
+      gradients[parameter_] = Planted(gradients[parameter_]);
       plant_ = false;
     }
     return inner_.SumGradients(gradients, loss_sum, step);
@@ -80,6 +55,13 @@ class PlantingSync final : public ReplicaSync {
   }
 
  private:
+  static Tensor Planted(const Tensor& gradient) {
+    Tensor planted = Tensor::Empty(DType::kFloat32, gradient.shape());
+    std::memcpy(planted.raw_data(), gradient.raw_data(), planted.bytes());
+    planted.data<float>()[planted.num_elements() / 2] = std::numeric_limits<float>::infinity();
+    return planted;
+  }
+
   GradientSync& inner_;
   bool plant_;
   const size_t parameter_;
@@ -97,7 +79,8 @@ bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
-TEST(ReplicaTrainer, InfInOneRanksGradientsSkipsEveryRankAndHalvesOneScale) {
+// `overlap`: the planted gradient reaches the sync during the backward pass (else after it).
+void ExpectInfInOneRankSkipsEveryRank(bool overlap) {
   constexpr size_t kPlanted = 2;  // dense2's kernel, on rank 1 only
   ThreadGroup group(2);
   StepResult first[2];
@@ -109,7 +92,7 @@ TEST(ReplicaTrainer, InfInOneRanksGradientsSkipsEveryRankAndHalvesOneScale) {
   group.Run([&](int rank) {
     std::unique_ptr<Trainer> trainer = MixedFloat16Trainer();
     ThreadCommunicator communicator(group, rank);
-    GradientSync sync(communicator);
+    GradientSync sync(communicator, GradientSync::kDefaultBucketBytes, overlap);
     PlantingSync planting(sync, rank == 1, kPlanted);
     trainer->set_replica_sync(&planting);
     if (rank == 1) planted_name = trainer->weights()[kPlanted].name;
@@ -140,6 +123,10 @@ TEST(ReplicaTrainer, InfInOneRanksGradientsSkipsEveryRankAndHalvesOneScale) {
   EXPECT_EQ(first[0].loss, first[1].loss) << "the loss is the mean over both ranks";
   EXPECT_TRUE(SameBits(final_weights[0], final_weights[1])) << "the replicas drifted apart";
 }
+
+TEST(ReplicaTrainer, InfInOneRanksGradientsSkipsEveryRankAndHalvesOneScale) { ExpectInfInOneRankSkipsEveryRank(false); }
+
+TEST(ReplicaTrainer, InfReportedDuringTheBackwardPassSkipsEveryRank) { ExpectInfInOneRankSkipsEveryRank(true); }
 
 }  // namespace
 }  // namespace onnx_amp

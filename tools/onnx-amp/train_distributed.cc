@@ -20,11 +20,15 @@ void AddDistributedFlags(CLI::App& command, DistributedFlags& flags) {
   command.add_option("--dist-bucket-mib", flags.bucket_mib,
                      "Under mpirun: MiB of gradients summed per all-reduce call")
       ->check(CLI::PositiveNumber);
+  command.add_flag("--no-dist-overlap", flags.no_overlap,
+                   "Under mpirun: sum the gradient buckets after the backward pass instead of starting each one "
+                   "as soon as its gradients are final (for comparison; the sums are the same)");
 }
 
-DistributedTraining::DistributedTraining(std::unique_ptr<MpiCommunicator> communicator, int64_t bucket_bytes)
+DistributedTraining::DistributedTraining(std::unique_ptr<MpiCommunicator> communicator, int64_t bucket_bytes,
+                                         bool overlap)
     : communicator_(std::move(communicator)),
-      sync_(std::make_unique<GradientSync>(*communicator_, bucket_bytes)) {}
+      sync_(std::make_unique<GradientSync>(*communicator_, bucket_bytes, overlap)) {}
 
 Expected<std::unique_ptr<DistributedTraining>> DistributedTraining::StartIfLaunched(const DistributedFlags& flags) {
   if (!LaunchedByMpiLauncher()) return std::unique_ptr<DistributedTraining>();
@@ -35,7 +39,8 @@ Expected<std::unique_ptr<DistributedTraining>> DistributedTraining::StartIfLaunc
   ONNX_AMP_ASSIGN_OR_RETURN(std::unique_ptr<MpiCommunicator> communicator, MpiCommunicator::Create(timeout));
   InstallStopMessage(communicator->rank(), communicator->size());
   const auto bucket_bytes = static_cast<int64_t>(std::max(flags.bucket_mib, 1.0 / 1024.0) * 1024.0 * 1024.0);
-  return std::unique_ptr<DistributedTraining>(new DistributedTraining(std::move(communicator), bucket_bytes));
+  const bool overlap = !flags.no_overlap;
+  return std::unique_ptr<DistributedTraining>(new DistributedTraining(std::move(communicator), bucket_bytes, overlap));
 }
 
 int DistributedTraining::DefaultThreads() const {
@@ -47,10 +52,11 @@ std::string DistributedTraining::Describe(int64_t batch_size, int64_t accumulati
   char line[256];
   std::snprintf(line, sizeof(line),
                 "data parallel over %d ranks (Open MPI): %lld samples per step (%lld per rank = %lld x %lld "
-                "micro-batches); gradients summed in float32",
+                "micro-batches); gradients summed in float32 %s",
                 ranks(), static_cast<long long>(batch_size * accumulation_steps * ranks()),
                 static_cast<long long>(batch_size * accumulation_steps), static_cast<long long>(batch_size),
-                static_cast<long long>(accumulation_steps));
+                static_cast<long long>(accumulation_steps),
+                sync_->overlaps_backward() ? "beside the backward pass" : "after the backward pass");
   return line;
 }
 

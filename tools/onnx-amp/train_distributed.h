@@ -18,6 +18,7 @@ namespace onnx_amp {
 struct DistributedFlags {
   double timeout_seconds = 300.0;  // bound on every collective; 0: wait forever
   double bucket_mib = 8.0;         // gradient all-reduce bucket size
+  bool no_overlap = false;         // reduce buckets after the backward pass, not beside it
 };
 
 void AddDistributedFlags(CLI::App& command, DistributedFlags& flags);
@@ -43,7 +44,7 @@ class DistributedTraining {
   [[noreturn]] void Abort(const Status& status);
 
  private:
-  DistributedTraining(std::unique_ptr<MpiCommunicator> communicator, int64_t bucket_bytes);
+  DistributedTraining(std::unique_ptr<MpiCommunicator> communicator, int64_t bucket_bytes, bool overlap);
 
   std::unique_ptr<MpiCommunicator> communicator_;
   std::unique_ptr<GradientSync> sync_;

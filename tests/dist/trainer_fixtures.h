@@ -1,0 +1,51 @@
+// The trainer the data-parallel tests join over in-process ranks: the bundled MLP
+// (models/mlp_u64.onnx: 784-64-64-10) converted to mixed_float16, Adam, one thread, and
+// random batches of 16 samples.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <random>
+#include <string>
+
+#include "converter/convert_model.h"
+#include "runtime/onnx/model_io.h"
+#include "runtime/train/trainer.h"
+#include "runtime/train/training_graph.h"
+
+namespace onnx_amp::testing {
+
+inline std::unique_ptr<Trainer> MixedFloat16Trainer() {
+  Expected<onnx::ModelProto> model = LoadModel(std::string(ONNX_AMP_MODELS_DIR) + "/mlp_u64.onnx");
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  Expected<TrainableModel> trainable = PrepareTrainableModel(*model, LossKind::kCrossEntropy);
+  EXPECT_TRUE(trainable.ok()) << trainable.status().message();
+  ConvertOptions convert;
+  convert.policy.kind = PolicyKind::kMixedFloat16;
+  convert.target = ConvertTarget::kOnnxAmp;
+  EXPECT_TRUE(convert.policy.Compile().ok());
+  Expected<ConvertResult> converted = ConvertModel(trainable->forward, convert);
+  EXPECT_TRUE(converted.ok()) << converted.status().message();
+  trainable->forward = std::move(converted->model);
+  Expected<TrainingGraph> graph = BuildTrainingGraph(std::move(*trainable), LossKind::kCrossEntropy);
+  EXPECT_TRUE(graph.ok()) << graph.status().message();
+  TrainerConfig config;
+  config.optimizer.kind = OptimizerKind::kAdam;
+  config.num_threads = 1;
+  Expected<std::unique_ptr<Trainer>> trainer = Trainer::Create(std::move(*graph), config);
+  EXPECT_TRUE(trainer.ok()) << trainer.status().message();
+  return std::move(*trainer);
+}
+
+// 16 samples in [0, 1).
+inline Batch MakeBatch(uint64_t seed) {
+  std::mt19937_64 generator(seed);
+  std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
+  Batch batch{Tensor::Empty(DType::kFloat32, {16, 784}), Tensor::Empty(DType::kInt64, {16, 1})};
+  for (int64_t i = 0; i < 16 * 784; ++i) batch.data.data<float>()[i] = pixel(generator);
+  for (int64_t i = 0; i < 16; ++i) batch.target.data<int64_t>()[i] = static_cast<int64_t>(generator() % 10);
+  return batch;
+}
+
+}  // namespace onnx_amp::testing
