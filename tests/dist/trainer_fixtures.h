@@ -7,28 +7,14 @@
 
 #include <memory>
 #include <random>
-#include <string>
 
-#include "converter/convert_model.h"
-#include "runtime/onnx/model_io.h"
 #include "runtime/train/trainer.h"
-#include "runtime/train/training_graph.h"
+#include "tests/train/mlp_training_graph.h"
 
 namespace onnx_amp::testing {
 
 inline std::unique_ptr<Trainer> MixedFloat16Trainer() {
-  Expected<onnx::ModelProto> model = LoadModel(std::string(ONNX_AMP_MODELS_DIR) + "/mlp_u64.onnx");
-  EXPECT_TRUE(model.ok()) << model.status().message();
-  Expected<TrainableModel> trainable = PrepareTrainableModel(*model, LossKind::kCrossEntropy);
-  EXPECT_TRUE(trainable.ok()) << trainable.status().message();
-  ConvertOptions convert;
-  convert.policy.kind = PolicyKind::kMixedFloat16;
-  convert.target = ConvertTarget::kOnnxAmp;
-  EXPECT_TRUE(convert.policy.Compile().ok());
-  Expected<ConvertResult> converted = ConvertModel(trainable->forward, convert);
-  EXPECT_TRUE(converted.ok()) << converted.status().message();
-  trainable->forward = std::move(converted->model);
-  Expected<TrainingGraph> graph = BuildTrainingGraph(std::move(*trainable), LossKind::kCrossEntropy);
+  Expected<TrainingGraph> graph = MlpTrainingGraph(PolicyKind::kMixedFloat16);
   EXPECT_TRUE(graph.ok()) << graph.status().message();
   TrainerConfig config;
   config.optimizer.kind = OptimizerKind::kAdam;

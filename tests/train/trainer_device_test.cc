@@ -9,12 +9,10 @@
 #include <filesystem>
 #include <random>
 
-#include "converter/convert_model.h"
 #include "ops/cpu_kernels.h"
-#include "runtime/onnx/model_io.h"
 #include "runtime/train/checkpoint.h"
 #include "runtime/train/trainer.h"
-#include "runtime/train/training_graph.h"
+#include "tests/train/mlp_training_graph.h"
 #include "tests/runtime/host_backed_device.h"
 
 namespace onnx_amp {
@@ -24,18 +22,7 @@ using testing::HostBackedDevice;
 using testing::MirrorKernels;
 
 std::unique_ptr<Trainer> MakeTrainer(Device* device) {
-  Expected<onnx::ModelProto> model = LoadModel(std::string(ONNX_AMP_MODELS_DIR) + "/mlp_u64.onnx");
-  EXPECT_TRUE(model.ok()) << model.status().message();
-  Expected<TrainableModel> trainable = PrepareTrainableModel(*model, LossKind::kCrossEntropy);
-  EXPECT_TRUE(trainable.ok()) << trainable.status().message();
-  ConvertOptions convert;
-  convert.policy.kind = PolicyKind::kMixedFloat16;
-  convert.target = ConvertTarget::kOnnxAmp;
-  EXPECT_TRUE(convert.policy.Compile().ok());
-  Expected<ConvertResult> converted = ConvertModel(trainable->forward, convert);
-  EXPECT_TRUE(converted.ok()) << converted.status().message();
-  trainable->forward = std::move(converted->model);
-  Expected<TrainingGraph> graph = BuildTrainingGraph(std::move(*trainable), LossKind::kCrossEntropy);
+  Expected<TrainingGraph> graph = testing::MlpTrainingGraph(PolicyKind::kMixedFloat16);
   EXPECT_TRUE(graph.ok()) << graph.status().message();
   TrainerConfig config;
   config.device = device;

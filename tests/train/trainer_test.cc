@@ -13,7 +13,7 @@
 #include <random>
 #include <set>
 
-#include "converter/convert_model.h"
+#include "tests/train/mlp_training_graph.h"
 #include "ops/training/gradient_math.h"
 #include "ops/training/optimizer_math.h"
 #include "runtime/onnx/model_io.h"
@@ -26,20 +26,7 @@ namespace {
 
 std::unique_ptr<Trainer> MakeTrainer(OptimizerKind kind, PolicyKind policy = PolicyKind::kFloat32,
                                      float clip_norm = 0.0f) {
-  Expected<onnx::ModelProto> model = LoadModel(std::string(ONNX_AMP_MODELS_DIR) + "/mlp_u64.onnx");
-  EXPECT_TRUE(model.ok()) << model.status().message();
-  Expected<TrainableModel> trainable = PrepareTrainableModel(*model, LossKind::kCrossEntropy);
-  EXPECT_TRUE(trainable.ok()) << trainable.status().message();
-  if (policy != PolicyKind::kFloat32) {
-    ConvertOptions convert;
-    convert.policy.kind = policy;
-    convert.target = ConvertTarget::kOnnxAmp;
-    EXPECT_TRUE(convert.policy.Compile().ok());
-    Expected<ConvertResult> converted = ConvertModel(trainable->forward, convert);
-    EXPECT_TRUE(converted.ok()) << converted.status().message();
-    trainable->forward = std::move(converted->model);
-  }
-  Expected<TrainingGraph> graph = BuildTrainingGraph(std::move(*trainable), LossKind::kCrossEntropy);
+  Expected<TrainingGraph> graph = testing::MlpTrainingGraph(policy);
   EXPECT_TRUE(graph.ok()) << graph.status().message();
   TrainerConfig config;
   config.optimizer.kind = kind;
