@@ -121,15 +121,21 @@ class TypesOnlyContext final : public onnx::InferenceContext {
     return FindAttribute(node_, name);
   }
   size_t getNumInputs() const override { return inputs_.size(); }
+  // Out-of-range indices throw, as ONNX's own context does: variadic schemas' functions
+  // (Adam, Loop) index inputs and outputs by their own count and dereference what they get.
   const onnx::TypeProto* getInputType(size_t index) const override {
-    return index < inputs_.size() && known_[index] ? &inputs_[index] : nullptr;
+    if (index >= inputs_.size()) fail_type_inference("input ", index, " is out of range");
+    return known_[index] ? &inputs_[index] : nullptr;
   }
   bool hasInput(size_t index) const override {
     return index < inputs_.size() && !node_.input(static_cast<int>(index)).empty();
   }
   const onnx::TensorProto* getInputData(size_t) const override { return nullptr; }
   size_t getNumOutputs() const override { return outputs_.size(); }
-  onnx::TypeProto* getOutputType(size_t index) override { return index < outputs_.size() ? &outputs_[index] : nullptr; }
+  onnx::TypeProto* getOutputType(size_t index) override {
+    if (index >= outputs_.size()) fail_type_inference("output ", index, " is out of range");
+    return &outputs_[index];
+  }
   onnx::GraphInferencer* getGraphAttributeInferencer(const std::string&) override { return nullptr; }
   const onnx::SparseTensorProto* getInputSparseData(size_t) const override { return nullptr; }
   const onnx::TensorShapeProto* getSymbolicInput(size_t) const override { return nullptr; }

@@ -175,6 +175,25 @@ TEST(TypeInference, AttributeAndSingleTypeRules) {
   EXPECT_EQ(CompareWithOnnx(model), std::vector<std::string>{});
 }
 
+// A variadic op whose inference function indexes outputs by its inputs' count: Adam
+// with one tensor set (R, T, X, G, V, H) writes X_new, V_new and H_new. With two
+// outputs and an untyped input (so the function runs), the third output is out of range:
+// the node's outputs stay untyped instead of the function writing through a null
+// pointer (found by the convert fuzz target).
+TEST(TypeInference, InferenceFunctionIndexingPastTheOutputsLeavesThemUntyped) {
+  onnx::ModelProto model = MakeModel({{"r", kFloat}, {"t", onnx::TensorProto::INT64}, {"x", kFloat}},
+                                     {{"Mystery", {"x"}, {"g"}, "custom"},
+                                      {"Adam", {"r", "t", "x", "g", "x", "x"}, {"x_new", "v_new"},
+                                       "ai.onnx.preview.training"}});
+  model.add_opset_import()->set_domain("custom");
+  model.mutable_opset_import(1)->set_version(1);
+  model.add_opset_import()->set_domain("ai.onnx.preview.training");
+  model.mutable_opset_import(2)->set_version(1);
+  EXPECT_FALSE(TypeOf(model, "g").known());
+  EXPECT_FALSE(TypeOf(model, "x_new").known());
+  EXPECT_FALSE(TypeOf(model, "v_new").known());
+}
+
 // A call of a model-local function is typed through its body, its attribute
 // references resolved from the call: F(x; to) = Cast(Relu(x), to).
 TEST(TypeInference, ModelLocalFunctionsAreTypedThroughTheirBody) {
