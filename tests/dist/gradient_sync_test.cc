@@ -18,6 +18,22 @@ using testing::ThreadGroup;
 
 const std::vector<Shape> kShapes = {{3, 5}, {7}, {40}, {2, 2}};
 
+// What the ranks' threads found wrong, kept for the test's own thread to report.
+class FailureLog {
+ public:
+  void Expect(bool condition, const std::string& what) {
+    if (condition) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    failures_.push_back(what);
+  }
+  // Read after the ranks' threads have joined.
+  const std::vector<std::string>& all() const { return failures_; }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::string> failures_;
+};
+
 // Rank r's gradient p holds r * 1000 + 100 * p + i at element i.
 std::vector<Tensor> RankGradients(int rank) {
   std::vector<Tensor> gradients;
@@ -34,13 +50,7 @@ std::vector<Tensor> RankGradients(int rank) {
 TEST(GradientSync, SumsEveryGradientAndTheLossInBuckets) {
   constexpr int kRanks = 3;
   ThreadGroup group(kRanks);
-  std::mutex failures_mutex;
-  std::vector<std::string> failures;
-  auto expect = [&](bool condition, const std::string& what) {
-    if (condition) return;
-    std::lock_guard<std::mutex> lock(failures_mutex);
-    failures.push_back(what);
-  };
+  FailureLog failures;
   group.Run([&](int rank) {
     ThreadCommunicator communicator(group, rank);
     // 64 floats per bucket: gradients padded to 16, 16, 48, 16 elements go as {16, 16} and
@@ -50,34 +60,28 @@ TEST(GradientSync, SumsEveryGradientAndTheLossInBuckets) {
     for (int step = 1; step <= 2; ++step) {
       std::vector<Tensor> gradients = RankGradients(rank);
       double loss = rank + 0.5 + step;
-      expect(sync.SumGradients(gradients, loss, step).ok(), "SumGradients failed");
-      expect(loss == 4.5 + 3 * step, "loss sum");
+      failures.Expect(sync.SumGradients(gradients, loss, step).ok(), "SumGradients failed");
+      failures.Expect(loss == 4.5 + 3 * step, "loss sum");
       for (size_t p = 0; p < kShapes.size(); ++p) {
-        expect(gradients[p].shape() == kShapes[p], "shape of gradient " + std::to_string(p));
+        failures.Expect(gradients[p].shape() == kShapes[p], "shape of gradient " + std::to_string(p));
         for (int64_t i = 0; i < gradients[p].num_elements(); ++i) {
           const float want = static_cast<float>(3000 + kRanks * (100 * static_cast<int64_t>(p) + i));
-          expect(gradients[p].data<float>()[i] == want, "sum of gradient " + std::to_string(p));
+          failures.Expect(gradients[p].data<float>()[i] == want, "sum of gradient " + std::to_string(p));
         }
       }
       if (step == 1) held = gradients;  // still referenced while step 2 runs
     }
-    expect(held[2].data<float>()[5] == static_cast<float>(3000 + kRanks * 205), "a held view was overwritten");
-    expect(sync.volume().buckets == 2, "two buckets");
-    expect(sync.volume().payload_bytes == (32 + 80) * 4, "payload bytes");
-    expect(sync.volume().collectives == 3, "collectives per step");
+    failures.Expect(held[2].data<float>()[5] == static_cast<float>(3000 + kRanks * 205), "a held view was overwritten");
+    failures.Expect(sync.volume().buckets == 2, "two buckets");
+    failures.Expect(sync.volume().payload_bytes == (32 + 80) * 4, "payload bytes");
+    failures.Expect(sync.volume().collectives == 3, "collectives per step");
   });
-  EXPECT_TRUE(failures.empty()) << failures.front();
+  EXPECT_TRUE(failures.all().empty()) << failures.all().front();
 }
 
 TEST(GradientSync, StartsBucketsInBackwardOrderAsTheirGradientsAreReported) {
   ThreadGroup group(2);
-  std::mutex failures_mutex;
-  std::vector<std::string> failures;
-  auto expect = [&](bool condition, const std::string& what) {
-    if (condition) return;
-    std::lock_guard<std::mutex> lock(failures_mutex);
-    failures.push_back(what);
-  };
+  FailureLog failures;
   group.Run([&](int rank) {
     ThreadCommunicator communicator(group, rank);
     // 32 floats per bucket, planned last gradient first: {3} (16), {2} (48, alone), then
@@ -86,31 +90,31 @@ TEST(GradientSync, StartsBucketsInBackwardOrderAsTheirGradientsAreReported) {
     const std::vector<int64_t> elements = {15, 7, 40, 4};
     const std::vector<size_t> order = {3, 2, 1, 0};
     sync.PlanGradients(elements, order);
-    expect(sync.volume().buckets == 3, "three buckets");
+    failures.Expect(sync.volume().buckets == 3, "three buckets");
     std::vector<Tensor> gradients = RankGradients(rank);
     // Bucket 2 of the plan is complete first, but buckets start in plan order.
-    expect(sync.GradientReady(2, gradients[2], 1).ok(), "report 2");
-    expect(sync.buckets_started() == 0, "bucket 2 waits for bucket 1");
-    expect(communicator.collectives() == 0, "no collective before bucket 1 is complete");
-    expect(sync.GradientReady(3, gradients[3], 1).ok(), "report 3");
-    expect(sync.buckets_started() == 2, "buckets 1 and 2 start once both are complete");
-    expect(sync.GradientReady(1, gradients[1], 1).ok(), "report 1");
-    expect(sync.buckets_started() == 2, "the last bucket waits for gradient 0 and the loss");
+    failures.Expect(sync.GradientReady(2, gradients[2], 1).ok(), "report 2");
+    failures.Expect(sync.buckets_started() == 0, "bucket 2 waits for bucket 1");
+    failures.Expect(communicator.collectives() == 0, "no collective before bucket 1 is complete");
+    failures.Expect(sync.GradientReady(3, gradients[3], 1).ok(), "report 3");
+    failures.Expect(sync.buckets_started() == 2, "buckets 1 and 2 start once both are complete");
+    failures.Expect(sync.GradientReady(1, gradients[1], 1).ok(), "report 1");
+    failures.Expect(sync.buckets_started() == 2, "the last bucket waits for gradient 0 and the loss");
     // Gradient 0 comes with SumGradients; what was reported is not read again.
     gradients[3] = Tensor::Zeros(DType::kFloat32, kShapes[3]);
     double loss = rank + 1.0;
-    expect(sync.SumGradients(gradients, loss, 1).ok(), "SumGradients");
-    expect(communicator.collectives() == 3, "one collective per bucket");
-    expect(loss == 3.0, "loss sum");
+    failures.Expect(sync.SumGradients(gradients, loss, 1).ok(), "SumGradients");
+    failures.Expect(communicator.collectives() == 3, "one collective per bucket");
+    failures.Expect(loss == 3.0, "loss sum");
     for (size_t p = 0; p < kShapes.size(); ++p) {
       for (int64_t i = 0; i < gradients[p].num_elements(); ++i) {
         const float want = static_cast<float>(1000 + 2 * (100 * static_cast<int64_t>(p) + i));
-        expect(gradients[p].data<float>()[i] == want, "sum of gradient " + std::to_string(p));
+        failures.Expect(gradients[p].data<float>()[i] == want, "sum of gradient " + std::to_string(p));
       }
     }
-    expect(sync.buckets_started() == 0, "between steps");
+    failures.Expect(sync.buckets_started() == 0, "between steps");
   });
-  EXPECT_TRUE(failures.empty()) << failures.front();
+  EXPECT_TRUE(failures.all().empty()) << failures.all().front();
 }
 
 TEST(GradientSync, OneRankSkippingMakesEveryRankSkip) {

@@ -11,12 +11,14 @@
 #include "runtime/dist/gradient_sync.h"
 #include "runtime/executor/executor.h"
 #include "runtime/train/trainer.h"
+#include "tests/dist/forwarding_sync.h"
 #include "tests/dist/thread_communicator.h"
 #include "tests/dist/trainer_fixtures.h"
 
 namespace onnx_amp {
 namespace {
 
+using testing::ForwardingSync;
 using testing::MakeBatch;
 using testing::MixedFloat16Trainer;
 using testing::ThreadCommunicator;
@@ -86,15 +88,9 @@ TEST(BackwardPass, ReportsEveryGradientWhenFinalLastLayerFirst) {
 
 // Forwards to a GradientSync and notes how many buckets were under way when the backward
 // pass ended (SumGradients is called after the training graph's run).
-class RecordingSync final : public ReplicaSync {
+class RecordingSync final : public ForwardingSync {
  public:
-  explicit RecordingSync(GradientSync& inner) : inner_(inner) {}
-  int rank() const override { return inner_.rank(); }
-  int ranks() const override { return inner_.ranks(); }
-  void PlanGradients(std::span<const int64_t> elements, std::span<const size_t> order) override {
-    inner_.PlanGradients(elements, order);
-  }
-  bool overlaps_backward() const override { return inner_.overlaps_backward(); }
+  using ForwardingSync::ForwardingSync;
   Status GradientReady(size_t index, const Tensor& gradient, int64_t step) override {
     ++reports;
     return inner_.GradientReady(index, gradient, step);
@@ -103,19 +99,9 @@ class RecordingSync final : public ReplicaSync {
     started_before_sum.push_back(inner_.buckets_started());
     return inner_.SumGradients(gradients, loss_sum, step);
   }
-  Status AgreeOnSkip(bool& skip, int64_t& first, int64_t step) override {
-    return inner_.AgreeOnSkip(skip, first, step);
-  }
-  Status SumValues(std::span<double> values, std::string_view what) override { return inner_.SumValues(values, what); }
-  Status CheckSameState(uint64_t fingerprint, std::string_view what) override {
-    return inner_.CheckSameState(fingerprint, what);
-  }
 
   int64_t reports = 0;
   std::vector<size_t> started_before_sum;  // per step
-
- private:
-  GradientSync& inner_;
 };
 
 struct TwoRankRun {

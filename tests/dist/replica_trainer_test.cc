@@ -10,12 +10,14 @@
 
 #include "runtime/dist/gradient_sync.h"
 #include "runtime/train/trainer.h"
+#include "tests/dist/forwarding_sync.h"
 #include "tests/dist/thread_communicator.h"
 #include "tests/dist/trainer_fixtures.h"
 
 namespace onnx_amp {
 namespace {
 
+using testing::ForwardingSync;
 using testing::MakeBatch;
 using testing::MixedFloat16Trainer;
 using testing::ThreadCommunicator;
@@ -24,16 +26,10 @@ using testing::ThreadGroup;
 // GradientSync that first writes +inf into one element of gradient `parameter` of this
 // rank's own gradients, once, as an overflow in that rank's backward pass would (where the
 // gradient reaches the sync: reported during the backward pass, or after it).
-class PlantingSync final : public ReplicaSync {
+class PlantingSync final : public ForwardingSync {
  public:
   PlantingSync(GradientSync& inner, bool plant, size_t parameter)
-      : inner_(inner), plant_(plant), parameter_(parameter) {}
-  int rank() const override { return inner_.rank(); }
-  int ranks() const override { return inner_.ranks(); }
-  void PlanGradients(std::span<const int64_t> elements, std::span<const size_t> order) override {
-    inner_.PlanGradients(elements, order);
-  }
-  bool overlaps_backward() const override { return inner_.overlaps_backward(); }
+      : ForwardingSync(inner), plant_(plant), parameter_(parameter) {}
   Status GradientReady(size_t index, const Tensor& gradient, int64_t step) override {
     if (!plant_ || index != parameter_) return inner_.GradientReady(index, gradient, step);
     plant_ = false;
@@ -46,13 +42,6 @@ class PlantingSync final : public ReplicaSync {
     }
     return inner_.SumGradients(gradients, loss_sum, step);
   }
-  Status AgreeOnSkip(bool& skip, int64_t& first, int64_t step) override {
-    return inner_.AgreeOnSkip(skip, first, step);
-  }
-  Status SumValues(std::span<double> values, std::string_view what) override { return inner_.SumValues(values, what); }
-  Status CheckSameState(uint64_t fingerprint, std::string_view what) override {
-    return inner_.CheckSameState(fingerprint, what);
-  }
 
  private:
   static Tensor Planted(const Tensor& gradient) {
@@ -62,7 +51,6 @@ class PlantingSync final : public ReplicaSync {
     return planted;
   }
 
-  GradientSync& inner_;
   bool plant_;
   const size_t parameter_;
 };
