@@ -50,27 +50,7 @@ Expected<const Tensor*> FloatInput(const KernelContext& context, int index) {
   if (tensor == nullptr) {
     return context.Error(ErrorCode::kInvalidModel, "input " + std::to_string(index) + " is missing");
   }
-  switch (tensor->dtype()) {
-    case DType::kFloat32:
-    case DType::kFloat16:
-    case DType::kBFloat16:
-      return tensor;
-    case DType::kUndefined:
-    case DType::kUInt8:
-    case DType::kInt8:
-    case DType::kUInt16:
-    case DType::kInt16:
-    case DType::kInt32:
-    case DType::kInt64:
-    case DType::kString:
-    case DType::kBool:
-    case DType::kFloat64:
-    case DType::kUInt32:
-    case DType::kUInt64:
-    case DType::kComplex64:
-    case DType::kComplex128:
-      return context.UnsupportedDType(tensor->dtype());
-  }
+  if (tensor->dtype() == DType::kFloat32 || IsLowPrecision(tensor->dtype())) return tensor;
   return context.UnsupportedDType(tensor->dtype());
 }
 
