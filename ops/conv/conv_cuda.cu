@@ -4,6 +4,7 @@
 
 #include "ops/common/channel_sums.cuh"
 #include "ops/common/elementwise_math.h"
+#include "ops/conv/window_taps.h"
 #include "runtime/cuda/block_reduce.cuh"
 #include "runtime/cuda/cuda_check.h"
 #include "runtime/cuda/dtype_dispatch.cuh"
@@ -17,30 +18,11 @@ namespace {
 template <typename Visit>
 __device__ __forceinline__ int64_t ForEachTap(const CudaWindow& w, int64_t o, Visit visit) {
   int64_t o_index[kCudaMaxWindowRank];
-  int64_t taps = 1;
   for (int d = w.rank - 1; d >= 0; --d) {
     o_index[d] = o % w.out[d];
     o /= w.out[d];
-    taps *= w.kernel[d];
   }
-  int64_t padded = 0;
-  for (int64_t k = 0; k < taps; ++k) {
-    int64_t rest = k, offset = 0;
-    bool inside = true, inside_padded = true;
-    int64_t divisor = taps;
-    for (int d = 0; d < w.rank; ++d) {
-      divisor /= w.kernel[d];
-      const int64_t k_d = rest / divisor;
-      rest %= divisor;
-      const int64_t position = o_index[d] * w.strides[d] - w.pads_begin[d] + k_d * w.dilations[d];
-      inside = inside && position >= 0 && position < w.in[d];
-      inside_padded = inside_padded && position >= -w.pads_begin[d] && position < w.in[d] + w.pads_end[d];
-      offset = offset * w.in[d] + position;
-    }
-    if (inside_padded) ++padded;
-    if (inside) visit(offset);
-  }
-  return padded;
+  return WalkWindowTaps(w, w.rank, o_index, [&](int64_t, int64_t offset) { visit(offset); });
 }
 
 __device__ __forceinline__ int64_t PlaneSize(const CudaWindow& w, const int64_t* dims) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "ops/conv/window_taps.h"
 #include "runtime/core/status.h"
 #include "runtime/core/tensor.h"
 #include "runtime/exec/kernel.h"
@@ -23,33 +24,11 @@ struct WindowGeometry {
   int64_t DilatedKernel(size_t i) const { return (kernel[i] - 1) * dilations[i] + 1; }
 };
 
-// Walks the taps of the window at output position `out_index` (one index per spatial
-// dim) in row-major kernel order, calling visit(tap, offset) for each tap inside the
-// input with its row-major offset within an input plane. Returns how many taps lie
-// inside the padded input (AveragePool's divisor with count_include_pad).
+// WalkWindowTaps (window_taps.h) over a WindowGeometry: visit(tap, offset) for each tap
+// of the window at `out_index` inside the input; returns the taps inside the padded input.
 template <typename Visit>
 int64_t ForEachWindowTap(const WindowGeometry& g, const int64_t* out_index, Visit&& visit) {
-  const size_t rank = g.rank();
-  int64_t kernel_size = 1;
-  for (size_t i = 0; i < rank; ++i) kernel_size *= g.kernel[i];
-  int64_t padded_taps = 0;
-  for (int64_t k = 0; k < kernel_size; ++k) {
-    int64_t offset = 0, rest = k;
-    bool inside = true, inside_padded = true;
-    int64_t divisor = kernel_size;
-    for (size_t i = 0; i < rank; ++i) {
-      divisor /= g.kernel[i];
-      const int64_t k_i = rest / divisor;
-      rest %= divisor;
-      const int64_t pos = out_index[i] * g.strides[i] - g.pads_begin[i] + k_i * g.dilations[i];
-      inside = inside && pos >= 0 && pos < g.in[i];
-      inside_padded = inside_padded && pos >= -g.pads_begin[i] && pos < g.in[i] + g.pads_end[i];
-      offset = offset * g.in[i] + pos;
-    }
-    padded_taps += inside_padded ? 1 : 0;
-    if (inside) visit(k, offset);
-  }
-  return padded_taps;
+  return WalkWindowTaps(g, static_cast<int>(g.rank()), out_index, visit);
 }
 
 // Geometry of a forward window (Conv, MaxPool, AveragePool, LpPool) over input spatial
