@@ -3,10 +3,10 @@
 //
 // Gradients are summed in float32 in buckets (bucket_plan.h: in the order the backward pass
 // finishes them, about `bucket_bytes` each), one all-reduce per bucket, and the summed
-// gradients handed to the update graph are views into the buckets (no copy back). Packing costs one pass over the
-// gradients and buys two things: one call per bucket instead of one per tensor (biases are
-// tiny, and each call costs a round of latency), and sums that never alias the executor's
-// outputs. The step's loss sum travels in the last bucket.
+// gradients handed to the update graph are views into the buckets (no copy back). Packing
+// costs one pass over the gradients and buys two things: one call per bucket instead of one
+// per tensor (biases are tiny, and each call costs a round of latency), and sums that never
+// alias the executor's outputs. The step's loss sum travels in the last bucket.
 //
 // Overlap: the trainer reports each gradient as the executor finishes it (GradientReady);
 // a bucket's non-blocking all-reduce starts as soon as all of its gradients are packed, and
