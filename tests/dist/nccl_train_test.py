@@ -7,7 +7,10 @@
    K = 3 SGD steps, within the float32 reduction-order bound derived in
    data_parallel_test.step_bound (per step from the same weights, and after the K steps),
    under float32, mixed_float16 and mixed_bfloat16; each rank names its GPU, rank 0 says the
-   gradients are summed on the GPUs. With one GPU this part is reported as skipped.
+   gradients are summed on the GPUs. With one GPU this part is reported as skipped. The bound
+   counts the reduction depth and rounding points of the graphs, not the CPU's kernels: the
+   GPU's float32 GEMMs (TF32 off by default) sum the same terms in another order, which it
+   allows.
 
     nccl_train_test.py --cli BUILD/bin/onnx-amp --models models --work DIR"""
 import argparse

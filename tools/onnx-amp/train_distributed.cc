@@ -97,7 +97,7 @@ std::string DistributedTraining::Describe(int64_t batch_size, int64_t accumulati
   std::snprintf(line, sizeof(line),
                 "data parallel over %d ranks (%s): %lld samples per step (%lld per rank = %lld x %lld "
                 "micro-batches); gradients summed in float32 %s",
-                ranks(), on_gpus ? "NCCL, one GPU per rank, bootstrapped over Open MPI" : "Open MPI",
+                ranks(), on_gpus ? "NCCL over the ranks' GPUs, bootstrapped over Open MPI" : "Open MPI",
                 static_cast<long long>(batch_size * accumulation_steps * ranks()),
                 static_cast<long long>(batch_size * accumulation_steps), static_cast<long long>(batch_size),
                 static_cast<long long>(accumulation_steps),
