@@ -7,6 +7,7 @@
 #include "ops/common/float_compute.h"
 #include "ops/common/fused_activation.h"
 #include "ops/common/onednn_utils.h"
+#include "ops/common/widened_panels.h"
 #include "runtime/core/convert.h"
 #include "runtime/exec/thread_pool.h"
 
@@ -257,7 +258,9 @@ Status ComputeMatMul(KernelContext& context, const MatMulProblem& problem, const
   if (dtype == DType::kBFloat16) {
     status = RunDnnlMatMul(problem, dt::bf16, a.raw_data(), b_source, FusedActivation{}, {dt::f32, c.raw_data()});
   }
-  if (status.code() == ErrorCode::kUnsupported) {
+  if (status.code() == ErrorCode::kUnsupported && packed == nullptr && WidensInPanels(problem)) {
+    status = WidenedMatMulInPanels(context, problem, a, b, c.data<float>());
+  } else if (status.code() == ErrorCode::kUnsupported) {
     // Packed B is widened once, on the run that packs it; plain B on every call.
     ONNX_AMP_ASSIGN_OR_RETURN(const std::vector<Tensor> f32,
                               Widened(context, packed == nullptr ? std::vector<const Tensor*>{&a, &b}

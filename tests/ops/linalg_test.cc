@@ -240,6 +240,20 @@ TEST(GemmTest, BFloat16RoundsOnceFromFloat32Accumulation) {
   for (const GemmCase& g : kGemmCases) CheckGemm(DType::kBFloat16, g, seed += 3);
 }
 
+// float16 operands whose float32 copies pass the 8 MiB panel (2100 x 1100 floats) are
+// widened a panel at a time: rows of A (plain and transposed), columns of B (plain and
+// transposed), with a bias row, a full C and alpha.
+TEST(GemmTest, Float16LargeOperandsWidenedInPanels) {
+  const std::vector<GemmCase> cases = {
+      {1100, 2100, 40, false, false, 1.0f, 1.0f, Shape{40}},
+      {1100, 2100, 40, true, true, 1.0f, 1.0f, Shape{40}},
+      {40, 2100, 1100, false, true, 1.0f, 1.0f, Shape{40, 1100}},
+      {40, 2100, 1100, true, false, 0.5f, 2.0f, Shape{}},
+  };
+  uint32_t seed = 700;
+  for (const GemmCase& g : cases) CheckGemm(DType::kFloat16, g, seed += 3);
+}
+
 TEST(GemmTest, Float16BiasKeepsTheSumInFloat32) {
   // A @ B = 69632 overflows float16 alone, but C = -60000 brings the sum back to
   // 9632: a single rounding of the float32 result, not of the product (all values
