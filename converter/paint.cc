@@ -99,24 +99,11 @@ Expected<ConversionPlan> Painter::Run() {
 }  // namespace paint_internal
 
 Expected<ValueTable> InferValueTypes(const onnx::ModelProto& model) {
-  const ModelTypes inferred = InferModelTypes(model);
+  TypeInferenceOptions options;
+  options.record_node_values = true;  // Paint takes each node's value ids from the record
+  ModelTypes inferred = InferModelTypes(model, options);
   if (!inferred.rejection.empty()) return InvalidModel("type inference: " + inferred.rejection);
-  ValueTable values;
-  size_t count = 0;
-  for (const GraphTypes& graph : inferred.graphs) count += graph.values.size();
-  // Room for the Casts and initializer copies the passes add.
-  values.Reserve(count + count / 8);
-  for (const GraphTypes& graph : inferred.graphs) {
-    for (const auto& [name, type] : graph.values) {
-      const DType dtype = type.TensorDType();
-      if (dtype == DType::kUndefined) {
-        values.Intern(name);  // a type another graph gives the name wins
-      } else {
-        values.Set(name, dtype);
-      }
-    }
-  }
-  return values;
+  return ValueTable(std::move(inferred));
 }
 
 Expected<ConversionPlan> Paint(onnx::ModelProto& model, ValueTable values, const PrecisionPolicy& policy,

@@ -37,6 +37,7 @@ std::string Painter::FinalReason(const Unit& unit) const {
 // value); TypeOf has nothing to read after this.
 void Painter::ApplyTypeChanges(const std::vector<std::pair<int, DType>>& changed) {
   plan_.values = std::move(values_);
+  plan_.values.DropNodeRecords();  // the plan's nodes hold their ids now
   for (const auto& [id, dtype] : changed) plan_.values.set_type(id, dtype);
 }
 
@@ -88,7 +89,8 @@ void Painter::FillPlan() {
     plan_.nodes.push_back(std::move(node_plan));
   }
   for (const auto& [name, u] : value_units_) {
-    if (units_[u].allow) changed.emplace_back(values_.Intern(name), low);
+    const int id = values_.Find(name);
+    if (units_[u].allow && id >= 0) changed.emplace_back(id, low);
   }
 
   // Main-graph inputs that are not kept take the low dtype when a consumer reads it low.

@@ -20,16 +20,11 @@ void Painter::AddGraph(onnx::GraphProto& graph, int parent, const std::string& p
     node_ref.node = &node;
     node_ref.graph = index;
     node_ref.node_class = policy_.ClassOf(node.domain(), node.op_type(), node.name());
-    refs_.push_back(std::move(node_ref));
-    NodeRef& added = refs_.back();
-    added.output_values.assign(node.output_size(), -1);
+    values_.NodeValueIds(ref, node, node_ref.input_values, node_ref.output_values);
     for (int o = 0; o < node.output_size(); ++o) {
-      if (node.output(o).empty()) continue;
-      const int id = values_.Intern(node.output(o));
-      added.output_values[o] = id;
-      if (id >= static_cast<int>(producers_.size())) producers_.resize(values_.size());  // a value inference missed
-      producers_[id] = {ref, o};
+      if (node_ref.output_values[o] >= 0) producers_[node_ref.output_values[o]] = {ref, o};
     }
+    refs_.push_back(std::move(node_ref));
     if (node.op_type() == "Constant" && node.output_size() == 1) {
       for (const auto& attr : node.attribute()) {
         if (attr.name() == "value") AddConstant(node.output(0), attr.t());
@@ -82,13 +77,10 @@ void Painter::ResolveInputs(int ref) {
   NodeRef& node_ref = refs_[ref];
   const onnx::NodeProto& node = *node_ref.node;
   node_ref.input_source.assign(node.input_size(), Slot{});
-  node_ref.input_values.assign(node.input_size(), -1);
   for (int i = 0; i < node.input_size(); ++i) {
     const std::string& name = node.input(i);
     if (name.empty()) continue;
-    const int id = values_.Intern(name);
-    node_ref.input_values[i] = id;
-    const Slot source = ProducerOf(id);
+    const Slot source = ProducerOf(node_ref.input_values[i]);
     if (source.node_ref >= 0) {
       node_ref.input_source[i] = source;
       const onnx::NodeProto& producer = *refs_[source.node_ref].node;

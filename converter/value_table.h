@@ -1,10 +1,13 @@
 // ValueTable: every value of a model (all graphs; names are unique across a model and
-// its subgraphs, ONNX SSA) under an integer id, with its element type. Built once from
-// type inference; Paint and the passes then index vectors by id instead of looking names
-// up in a map per stage, and the plan carries it to the passes.
+// its subgraphs, ONNX SSA) under an integer id, with its element type. Type inference
+// numbers the values and records the ids each node reads and writes while it looks
+// their names up anyway; Paint and the passes then index vectors by id instead of
+// looking names up in a map per stage, and the plan carries the table to the passes.
 //
-// The table keeps its own copy of every name, so renaming a value in the model cannot
-// invalidate it; a pass that renames a value says so (Rename) and the id stays the same.
+// The names of the values inference found are views of the model's names: the table
+// is valid while that model is alive (moving the model is fine, copying it is not) and
+// renames values only through Rename, before the model's name changes. Names the table
+// adds (Set of a new name, Rename) are its own copies.
 #pragma once
 
 #include <deque>
@@ -14,32 +17,29 @@
 #include <vector>
 
 #include "runtime/core/dtype.h"
+#include "runtime/onnx/type_inference.h"
+
+namespace onnx { class NodeProto; }
 
 namespace onnx_amp {
 
 class ValueTable {
  public:
   ValueTable() = default;
-  // Moving keeps the names in place (the deque's blocks change owner); a copy would
-  // leave the keys viewing the source's names.
+  // The values of every graph of `types`, with its node records when it has them.
+  explicit ValueTable(ModelTypes&& types);
+  // Moving keeps every name in place; a copy would leave views of the source's names.
   ValueTable(ValueTable&&) = default;
   ValueTable& operator=(ValueTable&&) = default;
   ValueTable(const ValueTable&) = delete;
   ValueTable& operator=(const ValueTable&) = delete;
 
-  // Room for `count` values without rehashing.
-  void Reserve(size_t count);
-
   // The id of `name`; -1 when the table has no such value.
-  int Find(std::string_view name) const {
-    auto it = ids_.find(name);
-    return it == ids_.end() ? -1 : it->second;
-  }
-  // The id of `name`, added with an undefined type when new.
-  int Intern(std::string_view name);
+  int Find(std::string_view name) const;
   // Sets the type of `name`, adding it when new; returns its id.
   int Set(std::string_view name, DType type);
-  // The value `id` is called `to` from now on; `to` must be a new name.
+  // The value `id` is called `to` from now on (`to` must be a new name). Call it before
+  // renaming the value in the model.
   void Rename(int id, std::string_view to);
 
   DType TypeOf(std::string_view name) const {
@@ -51,12 +51,24 @@ class ValueTable {
   std::string_view name(int id) const { return names_[id]; }
   int size() const { return static_cast<int>(types_.size()); }
 
+  // The ids of the values `node` reads and writes (-1 for absent ones and names the
+  // table lacks): from inference's record `n` (its visit order) when that is `node`,
+  // else by name.
+  void NodeValueIds(int n, const onnx::NodeProto& node, std::vector<int>& inputs, std::vector<int>& outputs) const;
+  // Frees the node records once nobody asks NodeValueIds any more.
+  void DropNodeRecords();
+
  private:
   int Add(std::string_view name, DType type);
 
-  std::deque<std::string> names_;  // a deque: the map's keys view these strings, which must not move
+  // Per graph, as inference found them; keys view the model's names.
+  std::vector<std::unordered_map<std::string_view, GraphValue>> scopes_;
+  std::deque<std::string> owned_;  // a deque: views of these strings must not move
+  std::unordered_map<std::string_view, int> added_;  // names in owned_
+  std::vector<std::string_view> names_;
   std::vector<DType> types_;
-  std::unordered_map<std::string_view, int> ids_;
+  std::vector<NodeValues> nodes_;
+  std::vector<int> node_value_ids_;
 };
 
 }  // namespace onnx_amp
