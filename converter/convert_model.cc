@@ -72,7 +72,7 @@ Status PaintAndRewrite(ConvertResult& result, const ConvertOptions& options, Set
   AddPlanToReport(plan, report, options.node_report);
 
   if (IsLowPrecision(plan.low_type)) {  // the float32 policy paints nothing
-    UniqueNames names(result.model);
+    UniqueNames names(result.model, plan.values);
     PassContext context{plan, names, report, result.streamed};
     ONNX_AMP_RETURN_IF_ERROR(RunConversionPasses(context));
   }

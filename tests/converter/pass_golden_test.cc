@@ -98,7 +98,7 @@ std::unique_ptr<Painted> PaintModel(onnx::ModelProto model, PolicyKind kind, con
   EXPECT_TRUE(plan.ok()) << plan.status().message();
   if (!plan.ok()) return nullptr;
   painted->plan = std::move(plan).value();
-  painted->names = std::make_unique<UniqueNames>(painted->model);
+  painted->names = std::make_unique<UniqueNames>(painted->model, painted->plan.values);
   painted->report.opset = 17;
   return painted;
 }
