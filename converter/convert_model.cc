@@ -54,13 +54,13 @@ Expected<ValueSummaries> SummarizeExternalTensors(const onnx::ModelProto& model,
 // Paints result.model, whose opset is settled, and runs the passes on it. The plan and
 // the type map are freed on return, before verification.
 Status PaintAndRewrite(ConvertResult& result, const ConvertOptions& options, SettledOpset settled) {
-  ValueTypeMap types = std::move(settled.types);
+  ValueTable values = std::move(settled.types);
   ValueSummaries external;
   if (!options.external_data_folder.empty()) {
     ONNX_AMP_ASSIGN_OR_RETURN(external, SummarizeExternalTensors(result.model, options.external_data_folder));
   }
   ONNX_AMP_ASSIGN_OR_RETURN(ConversionPlan plan,
-                            Paint(result.model, std::move(types), options.policy, options.target, external,
+                            Paint(result.model, std::move(values), options.policy, options.target, external,
                                   options.node_report));
 
   ConversionReport& report = result.report;
@@ -72,7 +72,7 @@ Status PaintAndRewrite(ConvertResult& result, const ConvertOptions& options, Set
   AddPlanToReport(plan, report, options.node_report);
 
   if (IsLowPrecision(plan.low_type)) {  // the float32 policy paints nothing
-    UniqueNames names(result.model);
+    UniqueNames names(result.model, plan.values);
     PassContext context{plan, names, report, result.streamed};
     ONNX_AMP_RETURN_IF_ERROR(RunConversionPasses(context));
   }
@@ -121,7 +121,7 @@ Expected<ConvertResult> ConvertModel(onnx::ModelProto&& model, const ConvertOpti
   std::future<Status> checking = std::async(std::launch::async, [&model, &options] {
     return CheckModelWithData(model, options.external_data_folder);
   });
-  Expected<ValueTypeMap> inferred = InferValueTypes(model);
+  Expected<ValueTable> inferred = InferValueTypes(model);
   Status checked = checking.get();
   if (!checked.ok()) return checked.WithContext("input model");
   onnx::GraphProto before;

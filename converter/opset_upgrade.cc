@@ -54,7 +54,7 @@ bool AllAdmit(const onnx::OpSchema& schema, const Members& members, DType dtype)
 
 class NeedFinder {
  public:
-  NeedFinder(const ValueTypeMap& types, const PrecisionPolicy& policy, int64_t opset)
+  NeedFinder(const ValueTable& types, const PrecisionPolicy& policy, int64_t opset)
       : types_(types), policy_(policy), low_type_(policy.LowType()), opset_(opset), newest_(NewestOpset()) {}
 
   void VisitGraph(const onnx::GraphProto& graph) {
@@ -136,8 +136,7 @@ class NeedFinder {
 
   bool AllFloat32(const onnx::NodeProto& node, const Members& members) const {
     auto float32 = [&](const std::string& name) {
-      auto it = types_.find(name);
-      return it != types_.end() && it->second == DType::kFloat32;
+      return types_.TypeOf(name) == DType::kFloat32;
     };
     return std::all_of(members.inputs.begin(), members.inputs.end(), [&](int i) { return float32(node.input(i)); }) &&
            std::all_of(members.outputs.begin(), members.outputs.end(), [&](int o) { return float32(node.output(o)); });
@@ -161,7 +160,7 @@ class NeedFinder {
     return first;
   }
 
-  const ValueTypeMap& types_;
+  const ValueTable& types_;
   const PrecisionPolicy& policy_;
   const DType low_type_;
   const int64_t opset_;
@@ -213,7 +212,7 @@ Status RestoreExternalTensors(const std::unordered_map<std::string, onnx::Tensor
 
 struct RaisedModel {
   onnx::ModelProto model;
-  ValueTypeMap types;
+  ValueTable types;
 };
 
 // `model` at `opset`, checked and typed. The version converter can write models that
@@ -228,7 +227,7 @@ Expected<RaisedModel> Raise(const onnx::ModelProto& model, int64_t opset, const 
       folder.empty() ? CheckModel(raised.model, /*full_check=*/false) : CheckModelInFolder(raised.model, folder);
   if (checked.ok()) checked = InspectInferred(raised.model, /*strict=*/true, nullptr);
   if (!checked.ok()) return checked.WithContext(context);
-  Expected<ValueTypeMap> types = InferValueTypes(raised.model);
+  Expected<ValueTable> types = InferValueTypes(raised.model);
   if (!types.ok()) return types.status().WithContext(context);
   raised.types = std::move(*types);
   return raised;
@@ -348,7 +347,7 @@ int64_t DefaultOpset(const onnx::ModelProto& model) {
   return 0;
 }
 
-std::vector<OpsetNeed> FindOpsetNeeds(const onnx::ModelProto& model, const ValueTypeMap& types,
+std::vector<OpsetNeed> FindOpsetNeeds(const onnx::ModelProto& model, const ValueTable& types,
                                       const PrecisionPolicy& policy, ConvertTarget target) {
   // The onnx-amp target admits any float dtype anywhere; without a low dtype, or without
   // fast arithmetic in it, nothing runs low.
@@ -386,7 +385,7 @@ Expected<onnx::ModelProto> ChangeOpset(const onnx::ModelProto& model, int64_t op
 
 Expected<SettledOpset> SettleOpset(onnx::ModelProto& model, const OpsetRequest& request, const PrecisionPolicy& policy,
                                    ConvertTarget target, const std::filesystem::path& external_data_folder,
-                                   std::optional<Expected<ValueTypeMap>> inferred) {
+                                   std::optional<Expected<ValueTable>> inferred) {
   if (request.pin && request.keep) {
     return InvalidArgument("--keep-opset: conflicts with --opset " + std::to_string(*request.pin) +
                            " (keep the model's opset, or pin one)");

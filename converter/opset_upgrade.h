@@ -87,7 +87,7 @@ struct OpsetRequest {
 // The model as it will be painted: its opset settled and its value types inferred.
 struct SettledOpset {
   OpsetDecision decision;
-  ValueTypeMap types;
+  ValueTable types;
   // When the opset was raised: the model as it was before, to fall back to when the
   // raised one fails later (SettleAfterFailedRaise).
   std::optional<onnx::ModelProto> unraised;
@@ -101,7 +101,7 @@ struct SettledOpset {
 // pinned opset changes the model first.
 Expected<SettledOpset> SettleOpset(onnx::ModelProto& model, const OpsetRequest& request, const PrecisionPolicy& policy,
                                    ConvertTarget target, const std::filesystem::path& external_data_folder,
-                                   std::optional<Expected<ValueTypeMap>> inferred = std::nullopt);
+                                   std::optional<Expected<ValueTable>> inferred = std::nullopt);
 
 // For a model whose raised version (to `raised_to`) failed to convert with `failure`:
 // settles `unraised` at its own opset, the decision (kKeptOnFailure) saying why.
@@ -112,7 +112,7 @@ Expected<SettledOpset> SettleAfterFailedRaise(onnx::ModelProto& unraised, int64_
 // need a newer opset for it; empty unless the target is portable and the policy has a
 // low dtype with fast arithmetic on its hardware. Only opsets this ONNX build knows
 // count; ops that admit the low dtype at no opset are left out.
-std::vector<OpsetNeed> FindOpsetNeeds(const onnx::ModelProto& model, const ValueTypeMap& types,
+std::vector<OpsetNeed> FindOpsetNeeds(const onnx::ModelProto& model, const ValueTable& types,
                                       const PrecisionPolicy& policy, ConvertTarget target);
 
 // The default-domain opset `model` imports; 0 when it imports none.

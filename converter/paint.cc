@@ -75,7 +75,7 @@ Expected<ConversionPlan> Painter::Run() {
   const size_t nodes = static_cast<size_t>(model_.graph().node_size());
   refs_.reserve(nodes);
   units_.reserve(nodes);
-  producers_.reserve(2 * nodes);
+  producers_.assign(values_.size(), Slot{});
   AddGraph(*model_.mutable_graph(), -1, "main");
   for (const auto& input : model_.graph().input()) main_inputs_.insert(input.name());
   for (int r = 0; r < static_cast<int>(refs_.size()); ++r) BuildUnits(r);
@@ -98,25 +98,17 @@ Expected<ConversionPlan> Painter::Run() {
 
 }  // namespace paint_internal
 
-Expected<ValueTypeMap> InferValueTypes(const onnx::ModelProto& model) {
-  const ModelTypes inferred = InferModelTypes(model);
+Expected<ValueTable> InferValueTypes(const onnx::ModelProto& model) {
+  TypeInferenceOptions options;
+  options.record_node_values = true;  // Paint takes each node's value ids from the record
+  ModelTypes inferred = InferModelTypes(model, options);
   if (!inferred.rejection.empty()) return InvalidModel("type inference: " + inferred.rejection);
-  ValueTypeMap types;
-  size_t count = 0;
-  for (const GraphTypes& graph : inferred.graphs) count += graph.values.size();
-  types.reserve(count);
-  for (const GraphTypes& graph : inferred.graphs) {
-    for (const auto& [name, type] : graph.values) {
-      const DType dtype = type.TensorDType();
-      if (dtype != DType::kUndefined) types[std::string(name)] = dtype;
-    }
-  }
-  return types;
+  return ValueTable(std::move(inferred));
 }
 
-Expected<ConversionPlan> Paint(onnx::ModelProto& model, ValueTypeMap types, const PrecisionPolicy& policy,
+Expected<ConversionPlan> Paint(onnx::ModelProto& model, ValueTable values, const PrecisionPolicy& policy,
                                ConvertTarget target, const ValueSummaries& external, bool with_reasons) {
-  return paint_internal::Painter(model, std::move(types), policy, target, external, with_reasons).Run();
+  return paint_internal::Painter(model, std::move(values), policy, target, external, with_reasons).Run();
 }
 
 }  // namespace onnx_amp

@@ -34,24 +34,24 @@
 
 #include "converter/plan.h"
 #include "converter/precision_policy.h"
+#include "converter/value_table.h"
 #include "runtime/core/status.h"
 
 namespace onnx { class ModelProto; }
 
 namespace onnx_amp {
 
-// Element type of every value in the model (all scopes), from ONNX type inference.
-using ValueTypeMap = std::unordered_map<std::string, DType>;
-
-// The element type of every tensor value of `model` (runtime/onnx/type_inference.h).
+// Every value of `model` (all scopes) with its element type (runtime/onnx/type_inference.h;
+// kUndefined for values that are no tensors or that no rule types).
 // Fails (kInvalidModel) when a node's types break its schema's type constraints.
-Expected<ValueTypeMap> InferValueTypes(const onnx::ModelProto& model);
+Expected<ValueTable> InferValueTypes(const onnx::ModelProto& model);
 
-// Paints `model`, whose value types are `types` (the plan's value_types after painting).
+// Paints `model`, whose values are `values` (the plan's values after painting, with the
+// types they have in the output).
 // The value rules read float32 constants in memory themselves and those left in external
 // files from `external`. The plan keeps pointers into `model`, which must outlive it.
 // Without `with_reasons` every NodePlan::reason is left empty (nothing reports them).
-Expected<ConversionPlan> Paint(onnx::ModelProto& model, ValueTypeMap types, const PrecisionPolicy& policy,
+Expected<ConversionPlan> Paint(onnx::ModelProto& model, ValueTable values, const PrecisionPolicy& policy,
                                ConvertTarget target, const ValueSummaries& external, bool with_reasons = true);
 
 }  // namespace onnx_amp

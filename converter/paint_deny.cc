@@ -158,11 +158,11 @@ void Painter::DenyExpReductions() {
 
 // The node producing `name` if it is the default-domain op `op`, else nullptr.
 const onnx::NodeProto* Painter::ProducerOp(const std::string& name, const char* op, int* ref) const {
-  auto it = producers_.find(name);
-  if (it == producers_.end()) return nullptr;
-  const onnx::NodeProto& node = *refs_[it->second.node_ref].node;
+  const Slot source = ProducerOf(values_.Find(name));
+  if (source.node_ref < 0) return nullptr;
+  const onnx::NodeProto& node = *refs_[source.node_ref].node;
   if (node.op_type() != op || !IsOnnxDomain(node.domain())) return nullptr;
-  if (ref != nullptr) *ref = it->second.node_ref;
+  if (ref != nullptr) *ref = source.node_ref;
   return &node;
 }
 

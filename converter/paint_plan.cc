@@ -33,20 +33,21 @@ std::string Painter::FinalReason(const Unit& unit) const {
   return ReasonText(unit);
 }
 
-// Moves the input's types into the plan's value_types with `changed` applied (no copy
-// of every value); TypeOf has nothing to read after this.
-void Painter::ApplyTypeChanges(const std::vector<std::pair<std::string_view, DType>>& changed) {
-  plan_.value_types = std::move(types_);
-  for (const auto& [name, dtype] : changed) plan_.value_types.insert_or_assign(std::string(name), dtype);
+// Moves the input's values into the plan with `changed` applied (no copy of every
+// value); TypeOf has nothing to read after this.
+void Painter::ApplyTypeChanges(const std::vector<std::pair<int, DType>>& changed) {
+  plan_.values = std::move(values_);
+  plan_.values.DropNodeRecords();  // the plan's nodes hold their ids now
+  for (const auto& [id, dtype] : changed) plan_.values.set_type(id, dtype);
 }
 
 void Painter::FillPlan() {
   const DType low = plan_.low_type;
-  std::vector<std::pair<std::string_view, DType>> changed;  // dtype of each value after conversion
+  std::vector<std::pair<int, DType>> changed;  // dtype of each value (by id) after conversion
   changed.reserve(refs_.size() + value_units_.size());
   plan_.node_order.reserve(refs_.size());
   plan_.nodes.reserve(refs_.size());
-  for (const NodeRef& ref : refs_) {
+  for (NodeRef& ref : refs_) {
     const onnx::NodeProto& node = *ref.node;
     NodePlan node_plan;
     node_plan.graph = ref.graph;
@@ -54,8 +55,8 @@ void Painter::FillPlan() {
     bool any_low = false;
     const Unit* first = nullptr;
     const Unit* first_low = nullptr;
-    auto colour = [&](int u, const std::string& name) {
-      if (u < 0) return name.empty() ? DType::kUndefined : TypeOf(name);
+    auto colour = [&](int u, int value) {
+      if (u < 0) return TypeOfValue(value);
       const Unit& unit = units_[u];
       if (first == nullptr) first = &unit;
       if (!unit.allow) return DType::kFloat32;
@@ -65,12 +66,16 @@ void Painter::FillPlan() {
     };
     node_plan.input_types.reserve(node.input_size());
     node_plan.output_types.reserve(node.output_size());
-    for (int i = 0; i < node.input_size(); ++i) node_plan.input_types.push_back(colour(ref.input_unit[i], node.input(i)));
-    for (int o = 0; o < node.output_size(); ++o) {
-      const DType t = colour(ref.output_unit[o], node.output(o));
-      node_plan.output_types.push_back(t);
-      if (!node.output(o).empty()) changed.emplace_back(node.output(o), t);
+    for (int i = 0; i < node.input_size(); ++i) {
+      node_plan.input_types.push_back(colour(ref.input_unit[i], ref.input_values[i]));
     }
+    for (int o = 0; o < node.output_size(); ++o) {
+      const DType t = colour(ref.output_unit[o], ref.output_values[o]);
+      node_plan.output_types.push_back(t);
+      if (ref.output_values[o] >= 0) changed.emplace_back(ref.output_values[o], t);
+    }
+    node_plan.input_values = std::move(ref.input_values);
+    node_plan.output_values = std::move(ref.output_values);
     if (any_low) {
       node_plan.compute_type = low;
       if (with_reasons_) node_plan.reason = FinalReason(*first_low);
@@ -84,19 +89,23 @@ void Painter::FillPlan() {
     plan_.nodes.push_back(std::move(node_plan));
   }
   for (const auto& [name, u] : value_units_) {
-    if (units_[u].allow) changed.emplace_back(name, low);
+    const int id = values_.Find(name);
+    if (units_[u].allow && id >= 0) changed.emplace_back(id, low);
   }
 
   // Main-graph inputs that are not kept take the low dtype when a consumer reads it low.
   const onnx::GraphProto& main = *plan_.graphs[0].graph;
   for (const auto& input : main.input()) {
     const std::string& name = input.name();
-    if (TypeOf(name) != DType::kFloat32 || policy_.keep_io_types.Keeps(name) || producers_.count(name)) continue;
+    const int id = values_.Find(name);
+    if (TypeOfValue(id) != DType::kFloat32 || policy_.keep_io_types.Keeps(name) || ProducerOf(id).node_ref >= 0) {
+      continue;
+    }
     auto it = consumers_.find(name);
     if (it == consumers_.end()) continue;
     for (const Slot& slot : it->second) {
       if (plan_.nodes[slot.node_ref].input_types[slot.index] == low) {  // refs_ are in node_order
-        changed.emplace_back(name, low);
+        changed.emplace_back(id, low);
         break;
       }
     }
@@ -119,8 +128,7 @@ void Painter::FillPlan() {
       } else if (policy_.keep_io_types.Keeps(name)) {
         scope.output_types.push_back(original);
       } else {
-        auto it = plan_.value_types.find(name);
-        scope.output_types.push_back(it == plan_.value_types.end() ? DType::kUndefined : it->second);
+        scope.output_types.push_back(plan_.values.TypeOf(name));
       }
     }
   }

@@ -20,10 +20,11 @@ void Painter::AddGraph(onnx::GraphProto& graph, int parent, const std::string& p
     node_ref.node = &node;
     node_ref.graph = index;
     node_ref.node_class = policy_.ClassOf(node.domain(), node.op_type(), node.name());
-    refs_.push_back(std::move(node_ref));
+    values_.NodeValueIds(ref, node, node_ref.input_values, node_ref.output_values);
     for (int o = 0; o < node.output_size(); ++o) {
-      if (!node.output(o).empty()) producers_[node.output(o)] = {ref, o};
+      if (node_ref.output_values[o] >= 0) producers_[node_ref.output_values[o]] = {ref, o};
     }
+    refs_.push_back(std::move(node_ref));
     if (node.op_type() == "Constant" && node.output_size() == 1) {
       for (const auto& attr : node.attribute()) {
         if (attr.name() == "value") AddConstant(node.output(0), attr.t());
@@ -79,10 +80,10 @@ void Painter::ResolveInputs(int ref) {
   for (int i = 0; i < node.input_size(); ++i) {
     const std::string& name = node.input(i);
     if (name.empty()) continue;
-    auto it = producers_.find(name);
-    if (it != producers_.end()) {
-      node_ref.input_source[i] = it->second;
-      const onnx::NodeProto& producer = *refs_[it->second.node_ref].node;
+    const Slot source = ProducerOf(node_ref.input_values[i]);
+    if (source.node_ref >= 0) {
+      node_ref.input_source[i] = source;
+      const onnx::NodeProto& producer = *refs_[source.node_ref].node;
       if (producer.op_type() == "Cast") consumers_[name].push_back({ref, i});
     } else if (main_inputs_.count(name)) {
       consumers_[name].push_back({ref, i});
@@ -159,12 +160,12 @@ void Painter::AddUnit(int ref, const onnx::OpSchema* schema, const std::string& 
   bool all_float32 = true;
   bool any_float32 = false;
   for (int i : draft.inputs) {
-    const DType t = TypeOf(node.input(i));
+    const DType t = TypeOfValue(node_ref.input_values[i]);
     any_float32 |= t == DType::kFloat32;
     all_float32 &= t == DType::kFloat32;
   }
   for (int o : draft.outputs) {
-    const DType t = TypeOf(node.output(o));
+    const DType t = TypeOfValue(node_ref.output_values[o]);
     any_float32 |= t == DType::kFloat32;
     all_float32 &= t == DType::kFloat32;
   }
@@ -407,9 +408,8 @@ int Painter::ProducerUnit(const std::string& name) const {
     auto member = value_units_.find(name);
     if (member != value_units_.end()) return member->second;
   }
-  auto it = producers_.find(name);
-  if (it == producers_.end()) return -1;
-  return refs_[it->second.node_ref].output_unit[it->second.index];
+  const Slot source = ProducerOf(values_.Find(name));
+  return source.node_ref < 0 ? -1 : refs_[source.node_ref].output_unit[source.index];
 }
 
 // ProducerUnit of input `input` of `ref`, from the producer ResolveInputs found.

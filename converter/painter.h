@@ -114,6 +114,8 @@ struct NodeRef {
   std::vector<int> input_unit;     // unit of each input, -1 if none
   std::vector<int> output_unit;    // unit of each output, -1 if none
   std::vector<Slot> input_source;  // producer of each input, node_ref -1 if none (looked up once)
+  std::vector<int> input_values;   // value id of each input (-1 for absent ones), moved into the plan
+  std::vector<int> output_values;  // value id of each output (-1 for absent ones), moved into the plan
 };
 
 // The inputs and outputs of one node bound to one type variable, before they become a unit.
@@ -124,10 +126,10 @@ struct UnitDraft {
 
 class Painter {
  public:
-  Painter(onnx::ModelProto& model, ValueTypeMap types, const PrecisionPolicy& policy, ConvertTarget target,
+  Painter(onnx::ModelProto& model, ValueTable values, const PrecisionPolicy& policy, ConvertTarget target,
           const ValueSummaries& external, bool with_reasons)
       : model_(model), policy_(policy), target_(target), external_(external), with_reasons_(with_reasons),
-        types_(std::move(types)) {}
+        values_(std::move(values)) {}
 
   Expected<ConversionPlan> Run();
 
@@ -174,14 +176,17 @@ class Painter {
   // paint_plan.cc
   std::string ReasonText(const Unit& unit) const;
   std::string FinalReason(const Unit& unit) const;
-  void ApplyTypeChanges(const std::vector<std::pair<std::string_view, DType>>& changed);
+  void ApplyTypeChanges(const std::vector<std::pair<int, DType>>& changed);
   void FillPlan();
 
-  // Small queries of every stage. TypeOf reads the input's types (until FillPlan's
-  // ApplyTypeChanges moves them into the plan).
-  DType TypeOf(const std::string& name) const {
-    auto it = types_.find(name);
-    return it == types_.end() ? DType::kUndefined : it->second;
+  // Small queries of every stage. TypeOf and TypeOfValue read the input's types (until
+  // FillPlan's ApplyTypeChanges moves them into the plan).
+  DType TypeOf(const std::string& name) const { return values_.TypeOf(name); }
+  DType TypeOfValue(int id) const { return id < 0 ? DType::kUndefined : values_.type(id); }
+  // The node output writing value `id`; node_ref -1 for a graph input, an initializer or
+  // an unknown value.
+  Slot ProducerOf(int id) const {
+    return id >= 0 && id < static_cast<int>(producers_.size()) ? producers_[id] : Slot{};
   }
   bool IsConstant(const std::string& name) const { return constants_.count(name) || summaries_.count(name); }
   bool Paintable(int u) const { return units_[u].eligible && !units_[u].cast_output; }
@@ -203,13 +208,13 @@ class Painter {
   ConvertTarget target_;
   const ValueSummaries& external_;
   const bool with_reasons_;  // fill NodePlan::reason
-  ValueTypeMap types_;       // every value of the input
+  ValueTable values_;        // every value of the input, with its type
   std::map<std::string, int64_t> opsets_;
   ConversionPlan plan_;
   std::vector<NodeRef> refs_;
   std::vector<Unit> units_;
+  std::vector<Slot> producers_;  // by value id
   // Keyed by views of the model's names, which Paint leaves unchanged.
-  std::unordered_map<std::string_view, Slot> producers_;
   // Readers of the values RetargetCasts and FillPlan ask about: Cast outputs and main inputs.
   std::unordered_map<std::string_view, std::vector<Slot>> consumers_;
   std::unordered_map<std::string_view, std::vector<std::pair<int, int>>> graph_output_uses_;  // (graph, output index)

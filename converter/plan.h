@@ -1,6 +1,6 @@
 // ConversionPlan: the painted decision for a whole model (every graph, subgraphs
 // included) that the passes in converter/passes/ materialize. Value names are unique
-// across a model and its subgraphs (ONNX SSA), so the dtype map is keyed by name.
+// across a model and its subgraphs (ONNX SSA), so one value table serves every graph.
 #pragma once
 
 #include <string>
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "converter/precision_policy.h"
+#include "converter/value_table.h"
 #include "runtime/core/dtype.h"
 
 namespace onnx { class GraphProto; class NodeProto; class TensorProto; }
@@ -32,6 +33,8 @@ struct NodePlan {
   NodeClass node_class;             // class after policy overrides
   std::vector<DType> input_types;   // dtype each input is read in; kUndefined for absent inputs
   std::vector<DType> output_types;  // dtype each output is written in
+  std::vector<int> input_values;    // ConversionPlan::values id of each input; -1 for absent inputs
+  std::vector<int> output_values;   // id of each output; -1 for absent outputs
   DType compute_type = DType::kUndefined;  // low dtype, float32, or kUndefined (no float32 tensors)
   std::string reason;               // the class, rule or neighbour that decided
 };
@@ -53,7 +56,7 @@ struct ConversionPlan {
   std::vector<GraphScope> graphs;   // main graph first, parents before children
   std::vector<const onnx::NodeProto*> node_order;  // graphs in order, nodes in file order
   std::vector<NodePlan> nodes;                     // nodes[n] is the plan of node_order[n]
-  std::unordered_map<std::string, DType> value_types;  // every value, after conversion
+  ValueTable values;  // every value with its dtype after conversion; passes keep it current
   std::vector<std::string> unknown_ops;  // "domain:Op" without an ops.def entry, sorted
 };
 

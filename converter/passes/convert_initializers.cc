@@ -19,6 +19,7 @@ constexpr uint16_t kFloat16MaxBits = 0x7BFF;
 
 struct Use {
   onnx::NodeProto* node = nullptr;
+  NodePlan* plan = nullptr;  // the node's plan, whose value ids follow its inputs
   int input = -1;
   DType dtype = DType::kUndefined;  // dtype the consumer reads it in
 };
@@ -90,18 +91,25 @@ Status ConvertInitializers(PassContext& context) {
   ConversionPlan& plan = context.plan;
   ConversionReport& report = context.report;
   const DType low = plan.low_type;
-  // Readers of each initializer, keyed by the initializer's own name (its storage stays
-  // put while copies are appended).
-  std::unordered_map<std::string_view, std::vector<Use>> uses;
+  ValueTable& values = plan.values;
+  // Readers of each initializer: uses[use_list[id]] for the initializer with value id `id`.
+  std::vector<int> use_list(values.size(), -1);
+  std::vector<std::vector<Use>> uses;
   for (const GraphScope& scope : plan.graphs) {
-    for (const auto& init : scope.graph->initializer()) uses.try_emplace(init.name());
+    for (const auto& init : scope.graph->initializer()) {
+      const int id = values.Find(init.name());
+      if (id < 0 || use_list[id] >= 0) continue;
+      use_list[id] = static_cast<int>(uses.size());
+      uses.emplace_back();
+    }
   }
   for (size_t n = 0; n < plan.node_order.size(); ++n) {
-    const onnx::NodeProto* node = plan.node_order[n];
-    for (int i = 0; i < node->input_size(); ++i) {
-      auto it = uses.find(node->input(i));
-      if (it == uses.end()) continue;
-      it->second.push_back({const_cast<onnx::NodeProto*>(node), i, plan.nodes[n].input_types[i]});
+    NodePlan& node_plan = plan.nodes[n];
+    for (int i = 0; i < static_cast<int>(node_plan.input_values.size()); ++i) {
+      const int id = node_plan.input_values[i];
+      if (id < 0 || use_list[id] < 0) continue;
+      uses[use_list[id]].push_back(
+          {const_cast<onnx::NodeProto*>(plan.node_order[n]), &node_plan, i, node_plan.input_types[i]});
     }
   }
   std::unordered_set<std::string> graph_outputs;
@@ -119,11 +127,12 @@ Status ConvertInitializers(PassContext& context) {
       // An initializer listed as a graph input can be overridden at run time: leave it.
       const bool external = IsExternalFloat(init);
       if (inputs.count(init.name()) || !(external || CanConvertTensor(init))) continue;
-      auto it = uses.find(init.name());
-      if (it == uses.end() || it->second.empty()) continue;
+      const int id = values.Find(init.name());
+      if (id < 0 || use_list[id] < 0 || uses[use_list[id]].empty()) continue;
+      const std::vector<Use>& readers = uses[use_list[id]];
       bool any_low = false;
       bool any_other = graph_outputs.count(init.name()) > 0;
-      for (const Use& use : it->second) {
+      for (const Use& use : readers) {
         any_low |= use.dtype == low;
         any_other |= use.dtype != low;
       }
@@ -131,14 +140,14 @@ Status ConvertInitializers(PassContext& context) {
 
       if (!any_other && external) {
         StreamToLow(init, low, init.name(), context.streamed);
-        plan.value_types[init.name()] = low;
+        values.set_type(id, low);
         ++report.initializers_converted;
         continue;
       }
       if (!any_other) {
         ONNX_AMP_ASSIGN_OR_RETURN(ClampedTensor record, ConvertTensorToLow(init, low));
         if (record.clamped > 0 || record.flushed_to_zero > 0) report.clamped.push_back(record);
-        plan.value_types[init.name()] = low;
+        values.set_type(id, low);
         ++report.initializers_converted;
         continue;
       }
@@ -151,10 +160,12 @@ Status ConvertInitializers(PassContext& context) {
         record.name = init.name();
         if (record.clamped > 0 || record.flushed_to_zero > 0) report.clamped.push_back(record);
       }
-      for (const Use& use : it->second) {
-        if (use.dtype == low) use.node->set_input(use.input, copy.name());
+      const int copy_id = values.Set(copy.name(), low);
+      for (const Use& use : readers) {
+        if (use.dtype != low) continue;
+        use.node->set_input(use.input, copy.name());
+        use.plan->input_values[use.input] = copy_id;
       }
-      plan.value_types[copy.name()] = low;
       *graph.add_initializer() = std::move(copy);  // invalidates `init`
       ++report.initializers_duplicated;
     }

@@ -15,25 +15,25 @@ class CastInserter {
       : plan_(plan), names_(names), report_(report), cast1_(report.opset > 0 && report.opset < 6) {}
 
   Status Run() {
-    producers_.reserve(plan_.node_order.size());
-    for (int g = 0; g < static_cast<int>(plan_.graphs.size()); ++g) {
-      for (const auto& node : plan_.graphs[g].graph->node()) {
-        for (const auto& out : node.output()) {
-          if (!out.empty()) producers_[out] = {&node, g};
-        }
+    producers_.assign(values_.size(), Producer{});
+    for (size_t n = 0; n < plan_.node_order.size(); ++n) {
+      for (int id : plan_.nodes[n].output_values) {
+        if (id >= 0) producers_[id] = {plan_.node_order[n], plan_.nodes[n].graph};
       }
     }
     for (int g = 0; g < static_cast<int>(plan_.graphs.size()); ++g) ONNX_AMP_RETURN_IF_ERROR(FixOutputs(g));
     for (size_t n = 0; n < plan_.node_order.size(); ++n) {
       auto* node = const_cast<onnx::NodeProto*>(plan_.node_order[n]);
-      const NodePlan& node_plan = plan_.nodes[n];
+      NodePlan& node_plan = plan_.nodes[n];
       for (int i = 0; i < node->input_size(); ++i) {
-        const std::string& name = node->input(i);
-        if (name.empty()) continue;  // absent optional input: nothing to cast (pain 2)
+        const int value = node_plan.input_values[i];
+        if (value < 0) continue;  // absent optional input: nothing to cast (pain 2)
         const DType wanted = node_plan.input_types[i];
-        const DType actual = TypeOf(name);
+        const DType actual = values_.type(value);
         if (wanted == actual || !IsFloatingPoint(wanted) || !IsFloatingPoint(actual)) continue;
-        node->set_input(i, CastOf(name, wanted, node_plan.graph));
+        const int cast = CastOf(value, wanted, node_plan.graph);
+        node->set_input(i, std::string(values_.name(cast)));
+        node_plan.input_values[i] = cast;
       }
     }
     for (GraphScope& scope : plan_.graphs) Materialize(scope);
@@ -41,9 +41,13 @@ class CastInserter {
   }
 
  private:
-  DType TypeOf(const std::string& name) const {
-    auto it = plan_.value_types.find(name);
-    return it == plan_.value_types.end() ? DType::kUndefined : it->second;
+  struct Producer {
+    const onnx::NodeProto* node = nullptr;
+    int graph = -1;
+  };
+
+  Producer ProducerOf(int value) const {
+    return value >= 0 && value < static_cast<int>(producers_.size()) ? producers_[value] : Producer{};
   }
 
   bool IsWithin(int graph, int ancestor) const {
@@ -53,25 +57,25 @@ class CastInserter {
     return false;
   }
 
-  // The name of `value` converted to `dtype`, readable in graph `g`; creates the Cast
-  // in `g` unless `g` or an enclosing graph already has one.
-  std::string CastOf(const std::string& value, DType dtype, int g) {
+  // The value `value` converted to `dtype`, readable in graph `g`; creates the Cast in
+  // `g` unless `g` or an enclosing graph already has one.
+  int CastOf(int value, DType dtype, int g) {
     for (int scope = g; scope >= 0; scope = plan_.graphs[scope].parent) {
       auto it = casts_.find({value, dtype, scope});
       if (it != casts_.end()) return it->second;
     }
     const std::string suffix = "_amp_" + std::string(DTypeName(dtype));
-    const std::string output = names_.Take(value + suffix);
-    AddCast(value, output, dtype, g);
-    return output;
+    const std::string output = names_.Take(std::string(values_.name(value)) + suffix);
+    return AddCast(value, output, dtype, g);
   }
 
-  void AddCast(const std::string& input, const std::string& output, DType dtype, int g) {
+  // Adds Cast(`input`) -> `output` in graph `g`; returns the id of `output`.
+  int AddCast(int input, const std::string& output, DType dtype, int g) {
     onnx::NodeProto cast;
     cast.set_op_type("Cast");
     cast.set_name(names_.Take("amp_cast/" + output));
     cast.set_doc_string(kAmpCastTag);
-    cast.add_input(input);
+    cast.add_input(std::string(values_.name(input)));
     cast.add_output(output);
     auto* to = cast.add_attribute();
     to->set_name("to");
@@ -84,15 +88,16 @@ class CastInserter {
       to->set_i(ToOnnx(dtype));
     }
 
-    auto producer = producers_.find(input);
-    if (producer != producers_.end() && producer->second.second == g) {
-      after_[producer->second.first].push_back(std::move(cast));
+    const Producer producer = ProducerOf(input);
+    if (producer.node != nullptr && producer.graph == g) {
+      after_[producer.node].push_back(std::move(cast));
     } else {
       front_[g].push_back(std::move(cast));
     }
-    casts_[{input, dtype, g}] = output;
-    plan_.value_types[output] = dtype;
+    const int id = values_.Set(output, dtype);
+    casts_[{input, dtype, g}] = id;
     ++report_.casts_inserted;
+    return id;
   }
 
   // Cast-1 has no type inference: a value_info entry gives its output a type, unless
@@ -112,23 +117,24 @@ class CastInserter {
     GraphScope& scope = plan_.graphs[g];
     for (int k = 0; k < scope.graph->output_size(); ++k) {
       const std::string name = scope.graph->output(k).name();
+      const int value = values_.Find(name);
       const DType wanted = scope.output_types[k];
-      const DType actual = TypeOf(name);
+      const DType actual = value < 0 ? DType::kUndefined : values_.type(value);
       if (wanted == actual || !IsFloatingPoint(wanted) || !IsFloatingPoint(actual)) continue;
-      auto producer = producers_.find(name);
-      if (producer == producers_.end() || producer->second.second != g) {
+      const Producer producer = ProducerOf(value);
+      if (producer.node == nullptr || producer.graph != g) {
         if (g == 0) return InternalError("graph output '" + name + "' would change dtype but has no producer node");
         // A body output read from outside the body: cast it here, output the cast.
-        scope.graph->mutable_output(k)->set_name(CastOf(name, wanted, g));
+        const int cast = CastOf(value, wanted, g);
+        scope.graph->mutable_output(k)->set_name(std::string(values_.name(cast)));
         continue;
       }
-      // Rename the low value; the Cast writes the original name.
+      // Rename the low value (its id, producer and readers stay); the Cast writes the
+      // original name, a new value.
       const std::string low_name = names_.Take(name + "_amp_" + std::string(DTypeName(actual)));
+      values_.Rename(value, low_name);
       RenameValue(name, low_name, g);
-      plan_.value_types[low_name] = actual;
-      plan_.value_types[name] = wanted;
-      producers_[low_name] = producer->second;
-      AddCast(low_name, name, wanted, g);
+      AddCast(value, name, wanted, g);
     }
     return Status::Ok();
   }
@@ -173,11 +179,12 @@ class CastInserter {
   }
 
   ConversionPlan& plan_;
+  ValueTable& values_ = plan_.values;
   UniqueNames& names_;
   ConversionReport& report_;
   const bool cast1_;  // the model's opset is below 6: Cast-1 takes `to` as a type name
-  std::unordered_map<std::string, std::pair<const onnx::NodeProto*, int>> producers_;  // value -> (node, graph)
-  std::map<std::tuple<std::string, DType, int>, std::string> casts_;  // (value, dtype, graph) -> cast output
+  std::vector<Producer> producers_;  // by value id
+  std::map<std::tuple<int, DType, int>, int> casts_;  // (value, dtype, graph) -> cast output
   std::unordered_map<const onnx::NodeProto*, std::vector<onnx::NodeProto>> after_;
   std::map<int, std::vector<onnx::NodeProto>> front_;
 };

@@ -15,7 +15,7 @@ namespace {
 //   they come first. RewriteAttributes before ConvertInitializers keeps the report's
 //   clamp records in the order they have always had (Constants, then initializers).
 // - ConvertInitializers before InsertCasts: an initializer converted (or duplicated) to
-//   the low dtype has its new dtype in plan.value_types by the time InsertCasts compares
+//   the low dtype has its new dtype in plan.values by the time InsertCasts compares
 //   dtypes, so it gets no Cast; the other order would cast weights at run time.
 // - InsertCasts after every pass that sets a value's dtype: it casts wherever a reader
 //   wants another dtype than the value now has, and renames low graph outputs.

@@ -7,12 +7,12 @@ namespace {
 
 void Retype(onnx::ValueInfoProto& info, const ConversionPlan& plan) {
   if (!info.type().has_tensor_type()) return;
-  auto it = plan.value_types.find(info.name());
-  if (it == plan.value_types.end() || !IsFloatingPoint(it->second)) return;
+  const DType dtype = plan.values.TypeOf(info.name());
+  if (!IsFloatingPoint(dtype)) return;
   auto* tensor_type = info.mutable_type()->mutable_tensor_type();
   auto declared = DTypeFromOnnx(tensor_type->elem_type());
   if (!declared || !IsFloatingPoint(*declared)) return;
-  tensor_type->set_elem_type(ToOnnx(it->second));
+  tensor_type->set_elem_type(ToOnnx(dtype));
 }
 
 }  // namespace

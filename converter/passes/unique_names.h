@@ -1,9 +1,13 @@
 // UniqueNames: every value and node name of a model (all graphs), so that new Casts
 // and initializer copies get names that collide with nothing, on every reconversion.
+// The values' names come from the plan's value table, which the passes keep current;
+// only the names it lacks (nodes, declarations) are collected here.
 #pragma once
 
 #include <string>
 #include <unordered_set>
+
+#include "converter/value_table.h"
 
 namespace onnx { class ModelProto; class GraphProto; }
 
@@ -11,13 +15,17 @@ namespace onnx_amp {
 
 class UniqueNames {
  public:
-  explicit UniqueNames(const onnx::ModelProto& model);
+  // `values` holds the values of `model` and must outlive this.
+  UniqueNames(const onnx::ModelProto& model, const ValueTable& values);
 
   // Returns `base` if unused, else base_1, base_2, ...; the result is then taken.
   std::string Take(const std::string& base);
 
  private:
   void AddGraph(const onnx::GraphProto& graph);
+  bool Used(const std::string& name) const { return used_.count(name) || values_.Find(name) >= 0; }
+
+  const ValueTable& values_;
   std::unordered_set<std::string> used_;
 };
 

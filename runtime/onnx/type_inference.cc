@@ -65,10 +65,10 @@ class TypeWalker {
       ONNX_AMP_RETURN_IF_ERROR(Define(g, input.name(), type, nullptr));
     }
     for (const auto& tensor : graph.initializer()) {
-      types_.graphs[g].values[tensor.name()] = ValueType::Tensor(tensor.data_type());
+      Entry(g, tensor.name()).type = ValueType::Tensor(tensor.data_type());
     }
     for (const auto& sparse : graph.sparse_initializer()) {
-      types_.graphs[g].values[sparse.values().name()] = ValueType::Tensor(sparse.values().data_type());
+      Entry(g, sparse.values().name()).type = ValueType::Tensor(sparse.values().data_type());
     }
     const std::vector<int>* order = options_.node_order ? options_.node_order(graph) : nullptr;
     for (int n = 0; n < graph.node_size(); ++n) {
@@ -94,11 +94,18 @@ class TypeWalker {
   }
 
   Status VisitNode(const onnx::NodeProto& node, int g, const std::unordered_map<std::string_view, ValueType>& declared) {
+    // Where this node's value ids go (an index: the bodies' nodes append to the vector).
+    int ids = -1;
+    if (options_.record_node_values) {
+      ids = static_cast<int>(types_.node_value_ids.size());
+      types_.nodes.push_back({&node, ids});
+      types_.node_value_ids.resize(ids + node.input_size() + node.output_size(), -1);
+    }
     std::vector<ValueType> inputs(node.input_size());
     for (int i = 0; i < node.input_size(); ++i) {
       if (node.input(i).empty()) continue;
       bool found = false;
-      inputs[i] = Lookup(g, node.input(i), &found);
+      inputs[i] = Lookup(g, node.input(i), &found, ids < 0 ? nullptr : &types_.node_value_ids[ids + i]);
       if (check_ && !found) {
         return Fail(g, &node, "reads '" + node.input(i) + "', which nothing before it in this graph or an "
                                                          "enclosing one defines");
@@ -138,7 +145,8 @@ class TypeWalker {
         }
         outputs[o] = it->second;
       }
-      ONNX_AMP_RETURN_IF_ERROR(Define(g, name, outputs[o], &node));
+      int* id = ids < 0 ? nullptr : &types_.node_value_ids[ids + node.input_size() + o];
+      ONNX_AMP_RETURN_IF_ERROR(Define(g, name, outputs[o], &node, id));
     }
     if (check_ && schema != nullptr && Selected(node, inputs, outputs)) {
       const std::string problem = CheckTypeConstraints(node, *schema, inputs, outputs);
@@ -235,24 +243,36 @@ class TypeWalker {
     return Status::Ok();
   }
 
-  ValueType Lookup(int g, std::string_view name, bool* found) const {
+  // The type of `name` as graph `g` sees it; `id` (when given) receives its id.
+  ValueType Lookup(int g, std::string_view name, bool* found, int* id = nullptr) const {
     for (int scope = g; scope >= 0; scope = types_.graphs[scope].parent) {
       const auto& values = types_.graphs[scope].values;
       auto it = values.find(name);
       if (it != values.end()) {
         *found = true;
-        return it->second;
+        if (id != nullptr) *id = it->second.id;
+        return it->second.type;
       }
     }
     *found = false;
     return {};
   }
 
-  Status Define(int g, std::string_view name, ValueType type, const onnx::NodeProto* producer) {
-    auto [it, inserted] = types_.graphs[g].values.emplace(name, type);
-    if (inserted) return Status::Ok();
-    if (check_) return Fail(g, producer, "defines '" + std::string(name) + "', which this graph defines already");
-    it->second = type;
+  // The entry of `name` in graph `g`, with a new id when new.
+  GraphValue& Entry(int g, std::string_view name) {
+    auto [it, inserted] = types_.graphs[g].values.try_emplace(name);
+    if (inserted) it->second.id = types_.value_count++;
+    return it->second;
+  }
+
+  Status Define(int g, std::string_view name, ValueType type, const onnx::NodeProto* producer, int* id = nullptr) {
+    const int count = types_.value_count;
+    GraphValue& value = Entry(g, name);
+    if (id != nullptr) *id = value.id;
+    if (check_ && types_.value_count == count) {
+      return Fail(g, producer, "defines '" + std::string(name) + "', which this graph defines already");
+    }
+    value.type = type;
     return Status::Ok();
   }
 
@@ -287,7 +307,7 @@ class TypeWalker {
 
 ValueType GraphTypes::Find(std::string_view name) const {
   auto it = values.find(name);
-  return it == values.end() ? ValueType{} : it->second;
+  return it == values.end() ? ValueType{} : it->second.type;
 }
 
 const GraphTypes* ModelTypes::Of(const onnx::GraphProto& graph) const {
@@ -300,7 +320,7 @@ const GraphTypes* ModelTypes::Of(const onnx::GraphProto& graph) const {
 ValueType ModelTypes::Lookup(int g, std::string_view name) const {
   for (int scope = g; scope >= 0; scope = graphs[scope].parent) {
     auto it = graphs[scope].values.find(name);
-    if (it != graphs[scope].values.end()) return it->second;
+    if (it != graphs[scope].values.end()) return it->second.type;
   }
   return {};
 }

@@ -40,21 +40,41 @@ namespace onnx { class GraphProto; class ModelProto; class NodeProto; }
 
 namespace onnx_amp {
 
+// A value one graph defines: its type, and an id unique across the model (ids run from
+// 0 to ModelTypes::value_count - 1), so that callers can index vectors by value.
+struct GraphValue {
+  ValueType type;
+  int id = -1;
+};
+
 // The types of the values one graph defines: its inputs, initializers and node outputs
 // (a value read from an enclosing graph is in that graph's entry). Keys are views of
 // the model's names: valid while the model is alive and its names unchanged.
 struct GraphTypes {
   const onnx::GraphProto* graph = nullptr;
   int parent = -1;  // index of the enclosing graph in ModelTypes::graphs; -1 for the main graph
-  std::unordered_map<std::string_view, ValueType> values;
+  std::unordered_map<std::string_view, GraphValue> values;
 
   ValueType Find(std::string_view name) const;
+};
+
+// The ids of the values one node reads and writes (TypeInferenceOptions::record_node_values):
+// ModelTypes::node_value_ids[offset + i] for input i, then [offset + input_size + o] for
+// output o; -1 for an absent one, or an input nothing defined before the node.
+struct NodeValues {
+  const onnx::NodeProto* node = nullptr;
+  int offset = 0;
 };
 
 struct ModelTypes {
   // The main graph first, then each body after the graph holding its node, in the order
   // of the nodes and their attributes.
   std::vector<GraphTypes> graphs;
+  int value_count = 0;  // ids of GraphTypes::values run from 0 to value_count - 1
+  // With TypeInferenceOptions::record_node_values: every node in the order visited (a
+  // graph's nodes in order, each followed by the nodes of the graphs it holds).
+  std::vector<NodeValues> nodes;
+  std::vector<int> node_value_ids;
   // The first node whose types break its schema's constraints, with the graph, node and
   // value; "" when none does.
   std::string rejection;
@@ -78,6 +98,9 @@ struct TypeInferenceOptions {
   // The order to type a graph's nodes in (indices into its node list), for graphs not
   // stored in topological order; null, or a null result, for file order.
   std::function<const std::vector<int>*(const onnx::GraphProto& graph)> node_order;
+  // Fill ModelTypes::nodes and node_value_ids, for callers that then index by value id
+  // instead of looking names up again.
+  bool record_node_values = false;
 };
 
 // Infers the types of `model` (the header comment). Never fails: what no rule types

@@ -25,7 +25,7 @@ using testing::NodeDType;
 using testing::Options;
 
 std::vector<std::pair<std::string, int64_t>> NeedsOf(const onnx::ModelProto& model, const ConvertOptions& options) {
-  Expected<ValueTypeMap> types = InferValueTypes(model);
+  Expected<ValueTable> types = InferValueTypes(model);
   EXPECT_TRUE(types.ok()) << types.status().message();
   std::vector<std::pair<std::string, int64_t>> needs;
   for (const OpsetNeed& need : FindOpsetNeeds(model, *types, options.policy, options.target)) {

@@ -159,8 +159,7 @@ std::vector<int> ScopeBoundaryEdges(const onnx::ModelProto& original, const onnx
   EXPECT_TRUE(types.ok()) << types.status().message();
   if (!types.ok()) return {};
   auto is_float = [&](const std::string& name) {
-    auto it = types->find(name);
-    return it != types->end() && it->second == DType::kFloat32;
+    return types->TypeOf(name) == DType::kFloat32;
   };
   auto elem_name = [](const onnx::ValueInfoProto& info) {
     auto dtype = DTypeFromOnnx(info.type().tensor_type().elem_type());
@@ -426,16 +425,16 @@ TEST(ConverterPains, P03_CastToFloatFollowsItsConsumers) {
     ForEachGraph(result.model.graph(), [&](const onnx::GraphProto& graph) {
       for (const auto& node : graph.node()) {
         if (node.op_type() != "Cast") continue;
-        ASSERT_TRUE(inferred->count(node.output(0))) << node.output(0);
-        EXPECT_EQ(ToOnnx(inferred->at(node.output(0))), IntAttr(node, "to")) << node.name();
+        ASSERT_NE(inferred->TypeOf(node.output(0)), DType::kUndefined) << node.output(0);
+        EXPECT_EQ(ToOnnx(inferred->TypeOf(node.output(0))), IntAttr(node, "to")) << node.name();
       }
       for (const auto& info : graph.value_info()) {
-        ASSERT_TRUE(inferred->count(info.name())) << info.name();
-        EXPECT_EQ(info.type().tensor_type().elem_type(), ToOnnx(inferred->at(info.name()))) << info.name();
+        ASSERT_NE(inferred->TypeOf(info.name()), DType::kUndefined) << info.name();
+        EXPECT_EQ(info.type().tensor_type().elem_type(), ToOnnx(inferred->TypeOf(info.name()))) << info.name();
       }
     });
-    EXPECT_EQ(inferred->at("f"), low);
-    EXPECT_EQ(inferred->at("f_blocked"), DType::kFloat32);
+    EXPECT_EQ(inferred->TypeOf("f"), low);
+    EXPECT_EQ(inferred->TypeOf("f_blocked"), DType::kFloat32);
     onnx::ModelProto strict = result.model;
     EXPECT_TRUE(InferShapes(strict, /*strict=*/true).ok());
   }
@@ -470,8 +469,8 @@ TEST(ConverterPains, P04_BlockedNodeMixedTypesAndSharedWeight) {
   ASSERT_TRUE(types.ok()) << types.status().message();
   for (const auto& node : typed.model.graph().node()) {
     if (node.op_type() != "Cast") continue;
-    ASSERT_TRUE(types->count(node.input(0))) << node.input(0);
-    const DType from = types->at(node.input(0));
+    ASSERT_NE(types->TypeOf(node.input(0)), DType::kUndefined) << node.input(0);
+    const DType from = types->TypeOf(node.input(0));
     EXPECT_TRUE(from == DType::kFloat32 || from == DType::kFloat16) << node.name() << " casts " << DTypeName(from);
     EXPECT_TRUE(IntAttr(node, "to") == ToOnnx(DType::kFloat32) || IntAttr(node, "to") == ToOnnx(DType::kFloat16));
   }

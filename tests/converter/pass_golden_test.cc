@@ -1,7 +1,7 @@
 // Each conversion pass run alone on a small painted graph, the graph compared as text
 // before and after it. The text lists, per graph: declared inputs, initializers and their
 // dtypes, nodes as `Op inputs -> outputs:dtype [attributes]` (output dtypes from the
-// plan's value_types), declared outputs and value_info. The expectations are written out
+// plan's value table), declared outputs and value_info. The expectations are written out
 // by hand from what each pass must do (see its header comment).
 #include <memory>
 #include <sstream>
@@ -57,8 +57,8 @@ std::string Render(const onnx::GraphProto& graph, const ConversionPlan& plan) {
     for (int i = 0; i < node.input_size(); ++i) out << (i == 0 ? " " : ", ") << node.input(i);
     out << " ->";
     for (const auto& output : node.output()) {
-      auto it = plan.value_types.find(output);
-      out << " " << output << ":" << (it == plan.value_types.end() ? "?" : std::string(DTypeName(it->second)));
+      const DType dtype = plan.values.TypeOf(output);
+      out << " " << output << ":" << (dtype == DType::kUndefined ? "?" : std::string(DTypeName(dtype)));
     }
     for (int a = 0; a < node.attribute_size(); ++a) out << (a == 0 ? " [" : ", ") << RenderAttribute(node.attribute(a));
     out << (node.attribute_size() > 0 ? "]\n" : "\n");
@@ -98,7 +98,7 @@ std::unique_ptr<Painted> PaintModel(onnx::ModelProto model, PolicyKind kind, con
   EXPECT_TRUE(plan.ok()) << plan.status().message();
   if (!plan.ok()) return nullptr;
   painted->plan = std::move(plan).value();
-  painted->names = std::make_unique<UniqueNames>(painted->model);
+  painted->names = std::make_unique<UniqueNames>(painted->model, painted->plan.values);
   painted->report.opset = 17;
   return painted;
 }
@@ -208,7 +208,7 @@ TEST(PassGoldenTest, ConvertInitializers) {
             "Pow x, W -> z:float\n"
             "out y:float\n"
             "out z:float\n");
-  EXPECT_EQ(painted->plan.value_types.at("V"), DType::kFloat16);
+  EXPECT_EQ(painted->plan.values.TypeOf("V"), DType::kFloat16);
   EXPECT_EQ(painted->report.initializers_converted, 1);
   EXPECT_EQ(painted->report.initializers_duplicated, 1);
 }

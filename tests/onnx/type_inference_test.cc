@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <onnx/onnx_pb.h>
@@ -69,7 +71,8 @@ std::vector<std::string> CompareWithOnnx(const onnx::ModelProto& model) {
   }
   // Values ONNX leaves untyped must stay untyped too (painting treats them as unknown).
   for (size_t g = 0; g < ours.graphs.size(); ++g) {
-    for (const auto& [name, type] : ours.graphs[g].values) {
+    for (const auto& [name, value] : ours.graphs[g].values) {
+      const ValueType type = value.type;
       if (!type.known()) continue;
       bool declared_by_onnx = false;
       for (const auto& [graph, info] : declared) declared_by_onnx |= graph == copies[g] && info->name() == name;
@@ -222,6 +225,62 @@ TEST(TypeInference, ModelLocalFunctionsAreTypedThroughTheirBody) {
   to.set_ref_attr_name("to");
   EXPECT_EQ(TypeOf(model, "y"), ValueType::Tensor(kHalf));
   EXPECT_EQ(CompareWithOnnx(model), std::vector<std::string>{});
+}
+
+// Value ids: each value has one, a node reading a value (an enclosing graph's
+// included) records its producer's id, and the nodes come in visit order, each
+// followed by the nodes of its bodies.
+TEST(TypeInference, RecordsTheValueIdsEachNodeReadsAndWrites) {
+  onnx::ModelProto model = MakeModel({{"x", kFloat}, {"c", onnx::TensorProto::BOOL}},
+                                     {{"Relu", {"x"}, {"a"}}, {"If", {"c"}, {"y"}}, {"Add", {"a", "y"}, {"z"}}});
+  auto branch = [](const std::string& op, const std::string& output) {
+    onnx::GraphProto graph;
+    graph.set_name(op);
+    onnx::NodeProto& node = *graph.add_node();
+    node.set_op_type(op);
+    node.add_input("a");
+    node.add_output(output);
+    graph.add_output()->set_name(output);
+    return graph;
+  };
+  onnx::NodeProto& if_node = *model.mutable_graph()->mutable_node(1);
+  using Branch = std::tuple<const char*, const char*, const char*>;  // attribute, op, output
+  for (const auto& [name, op, output] : {Branch{"then_branch", "Identity", "t"}, Branch{"else_branch", "Neg", "e"}}) {
+    onnx::AttributeProto& attribute = *if_node.add_attribute();
+    attribute.set_name(name);
+    attribute.set_type(onnx::AttributeProto::GRAPH);
+    *attribute.mutable_g() = branch(op, output);
+  }
+  TypeInferenceOptions options;
+  options.record_node_values = true;
+  const ModelTypes types = InferModelTypes(model, options);
+  EXPECT_TRUE(InferModelTypes(model).nodes.empty());  // recorded only on request
+
+  std::vector<std::string> ops;
+  for (const NodeValues& record : types.nodes) ops.push_back(record.node->op_type());
+  EXPECT_EQ(ops, (std::vector<std::string>{"Relu", "If", "Identity", "Neg", "Add"}));
+  ASSERT_EQ(types.nodes.size(), 5u);
+  auto id = [&](int node, int slot) { return types.node_value_ids[types.nodes[node].offset + slot]; };
+  const int x = types.graphs[0].values.at("x").id;
+  const int a = types.graphs[0].values.at("a").id;
+  const int y = types.graphs[0].values.at("y").id;
+  EXPECT_EQ(id(0, 0), x);
+  EXPECT_EQ(id(0, 1), a);                       // Relu writes a
+  EXPECT_EQ(id(2, 0), a);                       // Identity in then_branch reads the outer a
+  EXPECT_EQ(id(3, 0), a);                       // so does Neg in else_branch
+  EXPECT_EQ(id(2, 1), types.graphs[1].values.at("t").id);
+  EXPECT_EQ(id(4, 0), a);                       // Add reads a and y
+  EXPECT_EQ(id(4, 1), y);
+  EXPECT_EQ(id(1, 1), y);                       // If writes y
+  std::set<int> ids;
+  for (const GraphTypes& graph : types.graphs) {
+    for (const auto& [name, value] : graph.values) {
+      EXPECT_TRUE(value.id >= 0 && value.id < types.value_count) << name;
+      ids.insert(value.id);
+    }
+  }
+  EXPECT_EQ(static_cast<int>(ids.size()), types.value_count);  // one id per value
+  EXPECT_EQ(types.value_count, 7);                             // x, c, a, y, z, t, e
 }
 
 // Check mode: each problem a conversion could leave names the graph, node and value.

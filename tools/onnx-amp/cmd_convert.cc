@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "converter/convert_model.h"
@@ -41,6 +42,14 @@ Expected<ConvertOptions> BuildOptions(const ConvertFlags& flags) {
   ONNX_AMP_RETURN_IF_ERROR(ApplyOpsetFlags(flags.opset, options));
   ONNX_AMP_ASSIGN_OR_RETURN(options.verify, ParseVerifyLevel(flags.verify));
   return options;
+}
+
+// The process ends right after the command: the system takes a large converted model
+// back at once, while freeing it message by message costs a few percent of the whole
+// conversion. The pointer keeps it reachable, so leak checkers do not count it.
+void LeaveToExit(Expected<ConvertResult>&& result) {
+  static Expected<ConvertResult>* left = nullptr;
+  left = new Expected<ConvertResult>(std::move(result));
 }
 
 Status RunConvert(const ConvertFlags& flags, const AutoConvertFlags& auto_flags) {
@@ -78,6 +87,7 @@ Status RunConvert(const ConvertFlags& flags, const AutoConvertFlags& auto_flags)
   }
   for (const std::string& op : report.unknown_ops) std::printf("  unknown op kept float32: %s\n", op.c_str());
   if (std::fflush(stdout) != 0) return IoError("cannot write to standard output");
+  LeaveToExit(std::move(result));
   return Status::Ok();
 }
 
