@@ -2,7 +2,11 @@
 // CachingAllocator) and whose kernels are CPU kernels registered for kCuda, so that the
 // device path of the executor and the trainer (placement, copy steps, device pools,
 // state moves) runs and is checked on a machine without a GPU. It counts the copies in
-// each direction.
+// each direction. With `capture` on it also takes part in graph capture the way the
+// CUDA device does (the caching pool's capture mode, no host copy or wait inside a
+// capture) and counts captures and replays; unlike CUDA, captured work runs at once
+// and a replay runs nothing again, so only the capture decisions and the memory
+// rules are checked with it, not a replay's numbers.
 #pragma once
 
 #include <cstdlib>
@@ -28,11 +32,13 @@ class HostBackedDevice final : public Device {
   const KernelRegistry& kernels() const override { return kernels_; }
   Expected<std::shared_ptr<Buffer>> Allocate(size_t bytes) override { return allocator_->Allocate(bytes); }
   Status CopyFromHost(void* device_destination, const void* host, size_t bytes) override {
+    if (capturing_) return Misuse("a copy from the host");
     ++copies_to_device;
     if (bytes > 0) std::memcpy(device_destination, host, bytes);
     return Status::Ok();
   }
   Status CopyToHost(void* host, const void* device_source, size_t bytes) override {
+    if (capturing_) return Misuse("a copy to the host");
     ++copies_to_host;
     if (bytes > 0) std::memcpy(host, device_source, bytes);
     return Status::Ok();
@@ -41,12 +47,33 @@ class HostBackedDevice final : public Device {
     if (bytes > 0) std::memmove(destination, source, bytes);
     return Status::Ok();
   }
-  Status Synchronize() override { return Status::Ok(); }
+  Status Synchronize() override { return capturing_ ? Misuse("a wait") : Status::Ok(); }
+
+  bool SupportsCapture() const override { return capture; }
+  Status BeginCapture() override {
+    if (!capture) return Unsupported("no capture");
+    ONNX_AMP_RETURN_IF_ERROR(allocator_->BeginCapture());
+    capturing_ = true;
+    capture_error_.clear();
+    ++captures;
+    return Status::Ok();
+  }
+  Expected<std::unique_ptr<DeviceGraph>> EndCapture() override {
+    capturing_ = false;
+    ONNX_AMP_ASSIGN_OR_RETURN(std::unique_ptr<CapturePool> memory, allocator_->EndCapture());
+    if (!capture_error_.empty()) return InternalError(capture_error_);
+    if (fail_capture) return InternalError("capture refused by the test");
+    return std::unique_ptr<DeviceGraph>(new Graph(std::move(memory), replays));
+  }
 
   CachingAllocatorStats memory_stats() const { return allocator_->stats(); }
 
   int copies_to_device = 0;
   int copies_to_host = 0;
+  bool capture = false;       // SupportsCapture()
+  bool fail_capture = false;  // EndCapture fails
+  int captures = 0;
+  int replays = 0;
 
  private:
   class Memory final : public RawDeviceMemory {
@@ -60,8 +87,29 @@ class HostBackedDevice final : public Device {
     void Free(void* data) override { std::free(data); }
   };
 
+  class Graph final : public DeviceGraph {
+   public:
+    Graph(std::unique_ptr<CapturePool> memory, int& replays) : memory_(std::move(memory)), replays_(replays) {}
+    Status Replay() override {
+      ++replays_;
+      return Status::Ok();
+    }
+
+   private:
+    std::unique_ptr<CapturePool> memory_;
+    int& replays_;
+  };
+
+  // As on CUDA, a forbidden call inside a capture fails, and so does the capture.
+  Status Misuse(const std::string& what) {
+    capture_error_ = what + " inside a capture";
+    return InternalError(capture_error_);
+  }
+
   KernelRegistry kernels_;
   std::shared_ptr<CachingAllocator> allocator_;
+  bool capturing_ = false;
+  std::string capture_error_;
 };
 
 // The CPU kernels of `cpu` that `take` accepts, registered for kCuda (with `adjust`
