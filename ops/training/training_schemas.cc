@@ -59,6 +59,10 @@ std::vector<onnx::OpSchema> TrainingOnnxAmpSchemas() {
               "tensor(int64)")
       .Output(2, "unscaled", "the gradients times 1/scale, in input order", "T", onnx::OpSchema::Variadic)
       .TypeConstraint("T", {kFloat32}, "float32")
+      .Attr("scaled",
+            "0: the scale is 1 on every step (loss scaling off), so the gradients are only checked and come back "
+            "as they are, whatever a kernel can see of the scale",
+            onnx::AttributeProto::INT, int64_t{1})
       .TypeAndShapeInferenceFunction([](onnx::InferenceContext& context) {
         ScalarOutput(context, 0, onnx::TensorProto::BOOL);
         ScalarOutput(context, 1, onnx::TensorProto::INT64);

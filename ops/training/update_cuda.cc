@@ -76,10 +76,18 @@ Status UnscaleAndCheck(KernelContext& context) {
     return context.Error(ErrorCode::kInvalidModel, "has " + std::to_string(count) + " gradients, so needs " +
                                                        std::to_string(count + 2) + " outputs");
   }
+  // The scale is read on the device, so only the graph can say it is always 1.
+  const bool scaled = context.attr_int("scaled", 1) != 0;
   std::vector<CudaTensorChunkSource> sources;
   for (int k = 0; k < count; ++k) {
-    ONNX_AMP_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(k + 2, DType::kFloat32, gradients[k]->shape()));
-    sources.push_back({gradients[k]->data<float>(), out->data<float>(), gradients[k]->num_elements()});
+    CudaTensorChunkSource source{gradients[k]->data<float>(), nullptr, gradients[k]->num_elements()};
+    if (!scaled) {
+      context.SetOutput(k + 2, *gradients[k]);  // nothing to multiply: check only
+    } else {
+      ONNX_AMP_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(k + 2, DType::kFloat32, gradients[k]->shape()));
+      source.out = out->data<float>();
+    }
+    sources.push_back(source);
   }
   ONNX_AMP_ASSIGN_OR_RETURN(Tensor * found, context.AllocateOutput(0, DType::kBool, {}));
   ONNX_AMP_ASSIGN_OR_RETURN(Tensor * first, context.AllocateOutput(1, DType::kInt64, {}));

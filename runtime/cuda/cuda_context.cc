@@ -169,10 +169,6 @@ Status CudaDevice::WaitForCopies() {
 
 Status CudaDevice::SynchronizeCopies() { return CudaStatus(cudaEventSynchronize(copies_done_), "batch copies"); }
 
-}  // namespace onnx_amp
-
-namespace onnx_amp {
-
 Status CudaDevice::BeginCapture() {
   if (capturing_) return InternalError("a CUDA graph capture is already open");
   ONNX_AMP_RETURN_IF_ERROR(allocator_->BeginCapture());

@@ -37,7 +37,8 @@ Expected<std::unique_ptr<Trainer>> Trainer::Create(TrainingGraph graph, const Tr
   ONNX_AMP_RETURN_IF_ERROR(config.scaler.Validate());
   // The trainer's weights and slots are its own: the update overwrites them in place.
   ONNX_AMP_ASSIGN_OR_RETURN(UpdateGraph update,
-                            BuildUpdateGraph(graph.parameters, config.optimizer, config.clip_norm, /*in_place=*/true));
+                            BuildUpdateGraph(graph.parameters, config.optimizer, config.clip_norm, /*in_place=*/true,
+                                             /*scaled=*/config.scaler.enabled));
   std::vector<Shape> shapes = ParameterShapes(graph.parameters);
   std::unique_ptr<Trainer> trainer(new Trainer(std::move(graph), std::move(update), config, std::move(shapes)));
   ExecutorOptions options;
