@@ -2,8 +2,9 @@
 // topological order with their kernels, every value mapped to a slot of a frame, and
 // for each node the slots whose last use it is, so their buffers can be reused. A Relu,
 // LeakyRelu or Clip that alone reads the output of a Conv/Gemm/MatMul is folded into
-// that step (its kernel applies the activation), unless the value between them must
-// stay observable.
+// that step (its kernel applies the activation), and so is a Cast to float32 of a
+// Gemm/MatMul's float16 or bfloat16 output (plan_fusion.h), unless the value between
+// them must stay observable.
 #pragma once
 
 #include <memory>
@@ -37,6 +38,8 @@ struct PlanStep {
   int opset = 0;
   std::string op_label;         // the op type, or "Conv+Relu" for a fused step
   FusedActivation activation;   // folded in from the node that read output 0
+  // A Cast to float32 folded in (plan_fusion.h): output 0 is stored as float32.
+  bool widened_output = false;
   // The kernel's state across runs (prepacked weights); a cache, hence mutable.
   mutable std::unique_ptr<KernelState> state;
   std::vector<int> inputs;            // slot per node input, -1 for an absent one

@@ -33,6 +33,7 @@ class KernelTape {
     entry.opset = context.opset();
     entry.device = context.device();
     entry.activation = context.fused_activation();
+    entry.widens_output = context.widens_output();
     std::vector<std::vector<char>> saved;
     for (int i = 0; i < context.num_inputs(); ++i) {
       const Tensor* input = context.input(i);
@@ -87,6 +88,7 @@ class KernelTape {
     int opset = 0;
     DeviceKind device = DeviceKind::kCpu;
     FusedActivation activation;
+    bool widens_output = false;
     std::vector<Tensor> inputs;   // device tensors: views of their blocks; host tensors: copies
     std::vector<Tensor> outputs;  // views of where the kernel left them
     std::vector<bool> outputs_used;
@@ -152,6 +154,7 @@ class KernelTape {
     ThreadPool& threads() override { return inner_.threads(); }
     Device* device_context() const override { return inner_.device_context(); }
     FusedActivation fused_activation() const override { return inner_.fused_activation(); }
+    bool widens_output() const override { return inner_.widens_output(); }
     bool input_is_constant(int index) const override { return inner_.input_is_constant(index); }
 
     // The last tensor given for output `index` (undefined when none was).
@@ -207,6 +210,7 @@ class KernelTape {
     ThreadPool& threads() override { return threads_; }
     Device* device_context() const override { return device_; }
     FusedActivation fused_activation() const override { return entry_.activation; }
+    bool widens_output() const override { return entry_.widens_output; }
 
    private:
     const Entry& entry_;

@@ -20,7 +20,7 @@ void AddCudaGraphFlag(CLI::App& command, DeviceFlags& flags) {
                    "captured once in a CUDA graph and replayed)");
 }
 
-Expected<std::unique_ptr<Device>> OpenDevice(const DeviceFlags& flags) {
+Expected<std::unique_ptr<Device>> OpenDevice(const DeviceFlags& flags, int ordinal) {
   if (flags.device == "cpu") {
     if (flags.allow_tf32) return InvalidArgument("--allow-tf32 needs --device cuda");
     if (flags.no_cuda_graph) return InvalidArgument("--no-cuda-graph needs --device cuda");
@@ -31,10 +31,11 @@ Expected<std::unique_ptr<Device>> OpenDevice(const DeviceFlags& flags) {
   // The CUDA libraries are mapped from here on, and only in processes that get here.
   Expected<const CudaBackend*> backend = LoadCudaBackend();
   if (!backend.ok()) return backend.status().WithContext("--device cuda");
-  Expected<std::unique_ptr<Device>> device = (*backend)->open_device(0, flags.allow_tf32);
+  Expected<std::unique_ptr<Device>> device = (*backend)->open_device(ordinal, flags.allow_tf32);
   if (!device.ok()) return device.status().WithContext("--device cuda");
   return device;
 #else
+  (void)ordinal;
   return Unsupported("--device cuda: this onnx-amp was built without CUDA support (no nvcc at build time)");
 #endif
 }
