@@ -63,6 +63,10 @@ std::vector<onnx::OpSchema> TrainingOnnxAmpSchemas() {
             "0: the scale is 1 on every step (loss scaling off), so the gradients are only checked and come back "
             "as they are, whatever a kernel can see of the scale",
             onnx::AttributeProto::INT, int64_t{1})
+      .Attr("in_place",
+            "1: the unscaled values may be written into the gradient buffers, which then are the "
+            "outputs (for a caller that hands over its own tensors)",
+            onnx::AttributeProto::INT, static_cast<int64_t>(0))
       .TypeAndShapeInferenceFunction([](onnx::InferenceContext& context) {
         ScalarOutput(context, 0, onnx::TensorProto::BOOL);
         ScalarOutput(context, 1, onnx::TensorProto::INT64);

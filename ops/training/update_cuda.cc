@@ -78,11 +78,15 @@ Status UnscaleAndCheck(KernelContext& context) {
   }
   // The scale is read on the device, so only the graph can say it is always 1.
   const bool scaled = context.attr_int("scaled", 1) != 0;
+  // In place, the gradients' buffers are written (the in_place contract, update_ops.cc).
+  const bool in_place = context.attr_int("in_place", 0) != 0;
   std::vector<CudaTensorChunkSource> sources;
   for (int k = 0; k < count; ++k) {
     CudaTensorChunkSource source{gradients[k]->data<float>(), nullptr, gradients[k]->num_elements()};
-    if (!scaled) {
-      context.SetOutput(k + 2, *gradients[k]);  // nothing to multiply: check only
+    if (!scaled || in_place) {
+      // Not scaled: nothing to multiply, check only; in place: unscaled where they are.
+      context.SetOutput(k + 2, *gradients[k]);
+      if (scaled) source.out = const_cast<float*>(gradients[k]->data<float>());
     } else {
       ONNX_AMP_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(k + 2, DType::kFloat32, gradients[k]->shape()));
       source.out = out->data<float>();

@@ -109,7 +109,8 @@ Expected<UpdateGraph> BuildUpdateGraph(const std::vector<NamedTensor>& parameter
   }
 
   AddNode(graph, "update.unscale_and_check", "UnscaleAndCheck", kOnnxAmpDomain, unscale_inputs, unscale_outputs,
-          {MakeAttribute("scaled", int64_t{scaled ? 1 : 0})});
+          {MakeAttribute("scaled", int64_t{scaled ? 1 : 0}),
+           MakeAttribute("in_place", int64_t{in_place ? 1 : 0})});
   AddNode(graph, "update.loss_is_nan", "IsNaN", "", {kUpdateLoss}, {"update.loss_is_nan"});
   AddNode(graph, "update.loss_is_inf", "IsInf", "", {kUpdateLoss}, {"update.loss_is_inf"});
   AddNode(graph, "update.loss_non_finite", "Or", "", {"update.loss_is_nan", "update.loss_is_inf"},
