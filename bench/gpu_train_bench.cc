@@ -33,6 +33,7 @@ struct BenchOptions {
   int steps = 50;
   int warmup = 10;
   bool allow_tf32 = false;
+  bool no_cuda_graph = false;
 };
 
 Expected<TrainingGraph> GraphFor(const onnx::ModelProto& model, PolicyKind policy) {
@@ -92,21 +93,25 @@ Status Bench(const BenchOptions& options) {
   config.optimizer.learning_rate = config.optimizer.kind == OptimizerKind::kSgd ? 0.01f : 0.001f;
   config.optimizer.momentum = config.optimizer.kind == OptimizerKind::kSgd ? 0.9f : 0.0f;
   config.scaler.enabled = policy == PolicyKind::kMixedFloat16;
+  config.capture_steps = !options.no_cuda_graph;
   ONNX_AMP_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(std::move(graph), config));
   std::vector<double> milliseconds;
+  bool captured = false;  // the step ran as a CUDA graph (the trainer's note says when it is captured)
   for (int step = 0; step < options.warmup + options.steps; ++step) {
     const auto start = std::chrono::steady_clock::now();
     ONNX_AMP_ASSIGN_OR_RETURN(const StepResult result, trainer->Step({&batch, 1}));
-    (void)result;
+    if (result.note.find("captured and replayed") != std::string::npos) captured = true;
+    if (!result.note.empty()) std::fprintf(stderr, "%s\n", result.note.c_str());
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (step >= options.warmup) milliseconds.push_back(ms);
   }
   std::sort(milliseconds.begin(), milliseconds.end());
   const auto at = [&](double q) { return milliseconds[static_cast<size_t>(q * (milliseconds.size() - 1))]; };
   std::printf("{\"model\": \"%s\", \"policy\": \"%s\", \"batch\": %lld, \"tf32\": %s, \"steps\": %zu, "
-              "\"median_ms\": %.4f, \"p10_ms\": %.4f, \"p90_ms\": %.4f, \"device\": \"%s\"}\n",
+              "\"cuda_graph\": %s, \"median_ms\": %.4f, \"p10_ms\": %.4f, \"p90_ms\": %.4f, \"device\": \"%s\"}\n",
               options.model.c_str(), options.policy.c_str(), static_cast<long long>(options.batch),
-              options.allow_tf32 ? "true" : "false", milliseconds.size(), at(0.5), at(0.1), at(0.9),
+              options.allow_tf32 ? "true" : "false", milliseconds.size(), captured ? "true" : "false", at(0.5),
+              at(0.1), at(0.9),
               device->Describe().c_str());
   return Status::Ok();
 }
@@ -124,6 +129,7 @@ int main(int argc, char** argv) {
   app.add_option("--steps", options.steps, "timed steps");
   app.add_option("--warmup", options.warmup, "untimed steps first");
   app.add_flag("--allow-tf32", options.allow_tf32, "float32 on TF32 Tensor Cores");
+  app.add_flag("--no-cuda-graph", options.no_cuda_graph, "every step eager (default: the steady step as a CUDA graph)");
   CLI11_PARSE(app, argc, argv);
   const onnx_amp::Status status = onnx_amp::Bench(options);
   if (!status.ok()) {

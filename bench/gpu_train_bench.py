@@ -4,7 +4,9 @@ For the guide's MLP (784-4096-4096-10, RMSprop) at batch 1024 and 8192 and a Res
 exported from torchvision (batch 128, SGD with momentum 0.9), under float32 (TF32 off),
 mixed_float16 and mixed_bfloat16, it times
   - ours: gpu_train_bench (the training and update graphs on the CUDA device, the batch
-    kept on the device), median of the timed steps;
+    kept on the device, the steady step captured in a CUDA graph), median of the timed
+    steps; for the MLP also with --no-cuda-graph (every step eager), to show what the
+    graph saves;
   - PyTorch: the same model and optimizer, eager, AMP as autocast (+ GradScaler for
     float16); for the MLP in bfloat16 also the whole step captured in a CUDA graph
     (capturable RMSprop), PyTorch's fastest form;
@@ -45,9 +47,10 @@ def make_models(out, skip_resnet):
     return models
 
 
-def ours(binary, model, policy, batch, optimizer, steps, warmup):
+def ours(binary, model, policy, batch, optimizer, steps, warmup, eager=False):
     run = subprocess.run([binary, model, "--policy", policy, "--batch", str(batch), "--optimizer", optimizer,
-                          "--steps", str(steps), "--warmup", str(warmup)], capture_output=True, text=True)
+                          "--steps", str(steps), "--warmup", str(warmup)] + (["--no-cuda-graph"] if eager else []),
+                         capture_output=True, text=True)
     if run.returncode != 0:
         return {"error": run.stderr.strip()[-500:]}
     return json.loads(run.stdout.strip().splitlines()[-1])
@@ -137,23 +140,32 @@ def main():
             mine = ours(args.bench_binary, models[kind], policy, batch, optimizer, steps, args.warmup)
             theirs = pytorch(kind, policy, batch, steps, args.warmup)
             row = {"model": kind, "batch": batch, "policy": policy, "ours": mine, "pytorch": theirs}
+            if kind == "mlp":
+                row["ours_eager"] = ours(args.bench_binary, models[kind], policy, batch, optimizer, steps,
+                                         args.warmup, eager=True)
             if kind == "mlp" and policy == "mixed_bfloat16":
                 row["pytorch_graph"] = pytorch(kind, policy, batch, steps, args.warmup, graph=True)
             rows.append(row)
             print(json.dumps(row), flush=True)
     with open(os.path.join(args.out, "bench.json"), "w") as f:
         json.dump(rows, f, indent=1)
-    print(f"\n{'model':<10}{'batch':>6} {'policy':<16}{'ours ms':>10}{'torch ms':>10}{'ratio':>8}"
-          f"{'torch graph':>13}{'ratio':>8}")
+    print(f"\n{'model':<10}{'batch':>6} {'policy':<16}{'ours ms':>10}{'graph':>6}{'torch ms':>10}{'ratio':>8}"
+          f"{'torch graph':>13}{'ratio':>8}{'ours eager':>12}{'graph/eager':>13}")
     for row in rows:
         mine = row["ours"].get("median_ms")
         theirs = row["pytorch"]["median_ms"]
         line = f"{row['model']:<10}{row['batch']:>6} {row['policy']:<16}"
         line += f"{mine:>10.3f}" if mine else f"{'error':>10}"
+        line += f"{'yes' if row['ours'].get('cuda_graph') else 'no':>6}"
         line += f"{theirs:>10.3f}" + (f"{mine / theirs:>8.2f}" if mine else f"{'':>8}")
         if "pytorch_graph" in row:
             graph = row["pytorch_graph"]["median_ms"]
-            line += f"{graph:>13.3f}" + (f"{mine / graph:>8.2f}" if mine else "")
+            line += f"{graph:>13.3f}" + (f"{mine / graph:>8.2f}" if mine else f"{'':>8}")
+        else:
+            line += f"{'':>21}"
+        eager = row.get("ours_eager", {}).get("median_ms")
+        if eager:
+            line += f"{eager:>12.3f}" + (f"{mine / eager:>13.2f}" if mine else "")
         print(line)
     return 0
 

@@ -20,7 +20,7 @@ ONNX_AMP_HD bool IsNonFinite(float value) {
 }
 
 // 1/scale computed in double and rounded once, as PyTorch does; exact for powers of two.
-inline float InverseLossScale(float scale) { return static_cast<float>(1.0 / static_cast<double>(scale)); }
+ONNX_AMP_HD float InverseLossScale(float scale) { return static_cast<float>(1.0 / static_cast<double>(scale)); }
 
 // The factor that turns gradients summed over `micro_batches` into their mean, scaled
 // down so that the mean's global L2 norm is at most `max_norm` (0: no clipping).

@@ -37,9 +37,11 @@ ONNX_AMP_HD void AdamUpdate(float& weight, float& m, float& v, float gradient, f
 
 // Adam's alpha for update t = step + 1 (`step` updates applied before), in double and
 // rounded once.
-inline float AdamStepSize(float learning_rate, float beta1, float beta2, int64_t step) {
+ONNX_AMP_HD float AdamStepSize(float learning_rate, float beta1, float beta2, int64_t step) {
   const double t = static_cast<double>(step + 1);
-  return static_cast<float>(learning_rate * std::sqrt(1.0 - std::pow(beta2, t)) / (1.0 - std::pow(beta1, t)));
+  const double beta1_t = std::pow(static_cast<double>(beta1), t);
+  const double beta2_t = std::pow(static_cast<double>(beta2), t);
+  return static_cast<float>(learning_rate * std::sqrt(1.0 - beta2_t) / (1.0 - beta1_t));
 }
 
 // RMSprop (Keras, no momentum, not centred): v = rho*v + (1-rho)*g^2;

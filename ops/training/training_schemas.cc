@@ -59,6 +59,10 @@ std::vector<onnx::OpSchema> TrainingOnnxAmpSchemas() {
               "tensor(int64)")
       .Output(2, "unscaled", "the gradients times 1/scale, in input order", "T", onnx::OpSchema::Variadic)
       .TypeConstraint("T", {kFloat32}, "float32")
+      .Attr("scaled",
+            "0: the scale is 1 on every step (loss scaling off), so the gradients are only checked and come back "
+            "as they are, whatever a kernel can see of the scale",
+            onnx::AttributeProto::INT, int64_t{1})
       .Attr("in_place",
             "1: the unscaled values may be written into the gradient buffers, which then are the "
             "outputs (for a caller that hands over its own tensors)",

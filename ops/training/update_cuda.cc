@@ -1,8 +1,9 @@
 // The KernelContext side of the optimizer-step CUDA kernels (update_cuda.cu): the same
-// input checks as the CPU kernels (update_ops.cc), the scalars that size the work read
-// on the host (scale, micro-batches, learning rate, step), the skip flag left on the
-// device. A multi-tensor launch keeps its device table in the node's state and
-// uploads it again only when the tensors move.
+// input checks as the CPU kernels (update_ops.cc). The per-step scalars (loss scale,
+// learning rate, step) and the skip flag are read on the device, so a step captured in a
+// CUDA graph reads each step's values from fixed addresses; micro-batches, which sizes
+// the work, is read on the host. With the in_place attribute the update overwrites the
+// weight and slot tensors fed in (the trainer's), which then are the outputs.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -39,6 +40,18 @@ Expected<T> HostScalar(const KernelContext& context, int index, const std::strin
   return *tensor->data<T>();
 }
 
+template <typename T>
+Expected<const T*> DeviceScalar(const KernelContext& context, int index, const std::string& what) {
+  const Tensor* tensor = context.input(index);
+  constexpr DType kDType = DTypeOf<T>::value;
+  if (tensor == nullptr || tensor->dtype() != kDType || tensor->num_elements() != 1 ||
+      tensor->device() == DeviceKind::kCpu) {
+    return context.Error(ErrorCode::kInvalidModel, what + " (input " + std::to_string(index) + ") must be a " +
+                                                       std::string(DTypeName(kDType)) + " scalar on the device");
+  }
+  return tensor->data<T>();
+}
+
 // The flags and sums of a multi-tensor launch.
 Expected<std::shared_ptr<Buffer>> MultiTensorScratch(const KernelContext& context) {
   return CudaOf(context).Allocate(CudaMultiTensorScratchBytes());
@@ -55,25 +68,25 @@ Expected<std::vector<const Tensor*>> Gradients(const KernelContext& context, int
 }
 
 Status UnscaleAndCheck(KernelContext& context) {
-  ONNX_AMP_ASSIGN_OR_RETURN(const float scale, HostScalar<float>(context, 0, "scale"));
-  if (!(scale > 0.0f) || !std::isfinite(scale)) {
-    return context.Error(ErrorCode::kInvalidArgument, "the loss scale must be positive and finite");
-  }
+  // The scale is the trainer's (LossScalerConfig::Validate keeps it positive and finite).
+  ONNX_AMP_ASSIGN_OR_RETURN(const float* scale, DeviceScalar<float>(context, 0, "scale"));
   ONNX_AMP_ASSIGN_OR_RETURN(const std::vector<const Tensor*> gradients, Gradients(context, 1));
   const int count = static_cast<int>(gradients.size());
   if (context.num_outputs() != count + 2) {
     return context.Error(ErrorCode::kInvalidModel, "has " + std::to_string(count) + " gradients, so needs " +
                                                        std::to_string(count + 2) + " outputs");
   }
-  const float inverse = InverseLossScale(scale);
+  // The scale is read on the device, so only the graph can say it is always 1.
+  const bool scaled = context.attr_int("scaled", 1) != 0;
   // In place, the gradients' buffers are written (the in_place contract, update_ops.cc).
   const bool in_place = context.attr_int("in_place", 0) != 0;
   std::vector<CudaTensorChunkSource> sources;
   for (int k = 0; k < count; ++k) {
     CudaTensorChunkSource source{gradients[k]->data<float>(), nullptr, gradients[k]->num_elements()};
-    if (inverse == 1.0f || in_place) {
-      context.SetOutput(k + 2, *gradients[k]);  // scale 1: nothing to multiply, check only
-      if (inverse != 1.0f) source.out = const_cast<float*>(gradients[k]->data<float>());
+    if (!scaled || in_place) {
+      // Not scaled: nothing to multiply, check only; in place: unscaled where they are.
+      context.SetOutput(k + 2, *gradients[k]);
+      if (scaled) source.out = const_cast<float*>(gradients[k]->data<float>());
     } else {
       ONNX_AMP_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(k + 2, DType::kFloat32, gradients[k]->shape()));
       source.out = out->data<float>();
@@ -83,7 +96,7 @@ Status UnscaleAndCheck(KernelContext& context) {
   ONNX_AMP_ASSIGN_OR_RETURN(Tensor * found, context.AllocateOutput(0, DType::kBool, {}));
   ONNX_AMP_ASSIGN_OR_RETURN(Tensor * first, context.AllocateOutput(1, DType::kInt64, {}));
   ONNX_AMP_ASSIGN_OR_RETURN(const std::shared_ptr<Buffer> scratch, MultiTensorScratch(context));
-  return LaunchCudaUnscaleAndCheck(sources, inverse, found->data<bool>(), first->data<int64_t>(), scratch->data(),
+  return LaunchCudaUnscaleAndCheck(sources, scale, found->data<bool>(), first->data<int64_t>(), scratch->data(),
                                    LaunchEnvOf(context));
 }
 
@@ -125,6 +138,7 @@ Status Update(KernelContext& context, CudaUpdateParams params, int num_slots, bo
   if (skip == nullptr || skip->dtype() != DType::kBool || skip->num_elements() != 1) {
     return context.Error(ErrorCode::kInvalidModel, "skip (input " + std::to_string(skip_index) + ") must be a bool scalar");
   }
+  const bool in_place = context.attr_int("in_place", 0) != 0;
   const float* slots[2] = {nullptr, nullptr};
   float* new_slots[2] = {nullptr, nullptr};
   for (int k = 0; k < num_slots; ++k) {
@@ -137,28 +151,33 @@ Status Update(KernelContext& context, CudaUpdateParams params, int num_slots, bo
       return context.Error(ErrorCode::kInvalidModel, "slot " + std::to_string(k) + " is given but its new value is no output");
     }
     slots[k] = slot->data<float>();
+    if (in_place) {
+      context.SetOutput(1 + k, *slot);
+      new_slots[k] = const_cast<float*>(slots[k]);  // the op's contract with the caller that sets in_place
+      continue;
+    }
     ONNX_AMP_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(1 + k, DType::kFloat32, weight->shape()));
     new_slots[k] = out->data<float>();
   }
   if (params.kind == CudaOptimizer::kSgd && params.momentum != 0.0f && slots[0] == nullptr) {
     return context.Error(ErrorCode::kInvalidModel, "momentum needs the velocity input");
   }
-  ONNX_AMP_ASSIGN_OR_RETURN(Tensor * new_weight, context.AllocateOutput(0, DType::kFloat32, weight->shape()));
+  float* new_weight = const_cast<float*>(weight->data<float>());
+  if (in_place) {
+    context.SetOutput(0, *weight);
+  } else {
+    ONNX_AMP_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(0, DType::kFloat32, weight->shape()));
+    new_weight = out->data<float>();
+  }
   return LaunchCudaOptimizerUpdate(params, weight->data<float>(), gradient->data<float>(), slots[0], slots[1],
-                                   new_weight->data<float>(), new_slots[0], new_slots[1], weight->num_elements(),
+                                   new_weight, new_slots[0], new_slots[1], weight->num_elements(),
                                    skip->data<bool>(), LaunchEnvOf(context));
-}
-
-Expected<float> LearningRate(const KernelContext& context, int index) {
-  ONNX_AMP_ASSIGN_OR_RETURN(const float learning_rate, HostScalar<float>(context, index, "learning_rate"));
-  if (!std::isfinite(learning_rate)) return context.Error(ErrorCode::kInvalidArgument, "learning rate must be finite");
-  return learning_rate;
 }
 
 Status SgdUpdateCuda(KernelContext& context) {
   CudaUpdateParams params;
   params.kind = CudaOptimizer::kSgd;
-  ONNX_AMP_ASSIGN_OR_RETURN(params.learning_rate, LearningRate(context, 3));
+  ONNX_AMP_ASSIGN_OR_RETURN(params.learning_rate, DeviceScalar<float>(context, 3, "learning_rate"));
   params.momentum = context.attr_float("momentum", 0.0f);
   params.nesterov = context.attr_int("nesterov", 0) != 0;
   return Update(context, params, 1, true, 4);
@@ -167,21 +186,19 @@ Status SgdUpdateCuda(KernelContext& context) {
 Status AdamFamily(KernelContext& context, bool decoupled_decay) {
   CudaUpdateParams params;
   params.kind = CudaOptimizer::kAdam;
-  ONNX_AMP_ASSIGN_OR_RETURN(params.learning_rate, LearningRate(context, 4));
-  ONNX_AMP_ASSIGN_OR_RETURN(const int64_t step, HostScalar<int64_t>(context, 5, "step"));
-  if (step < 0) return context.Error(ErrorCode::kInvalidArgument, "step must be >= 0");
+  ONNX_AMP_ASSIGN_OR_RETURN(params.learning_rate, DeviceScalar<float>(context, 4, "learning_rate"));
+  ONNX_AMP_ASSIGN_OR_RETURN(params.step, DeviceScalar<int64_t>(context, 5, "step"));
   params.beta1 = context.attr_float("beta1", 0.9f);
   params.beta2 = context.attr_float("beta2", 0.999f);
   params.epsilon = context.attr_float("epsilon", 1e-7f);
-  params.alpha = AdamStepSize(params.learning_rate, params.beta1, params.beta2, step);
-  params.decay_step = decoupled_decay ? params.learning_rate * context.attr_float("weight_decay", 0.004f) : 0.0f;
+  params.weight_decay = decoupled_decay ? context.attr_float("weight_decay", 0.004f) : 0.0f;
   return Update(context, params, 2, false, 6);
 }
 
 Status RmspropUpdateCuda(KernelContext& context) {
   CudaUpdateParams params;
   params.kind = CudaOptimizer::kRmsprop;
-  ONNX_AMP_ASSIGN_OR_RETURN(params.learning_rate, LearningRate(context, 3));
+  ONNX_AMP_ASSIGN_OR_RETURN(params.learning_rate, DeviceScalar<float>(context, 3, "learning_rate"));
   params.rho = context.attr_float("rho", 0.9f);
   params.epsilon = context.attr_float("epsilon", 1e-7f);
   return Update(context, params, 1, false, 4);
@@ -196,12 +213,12 @@ void RegisterTrainingCudaKernels(KernelRegistry& registry) {
     uint32_t host_inputs;
   };
   const Entry entries[] = {
-      {"UnscaleAndCheck", UnscaleAndCheck, InputBit(0)},
+      {"UnscaleAndCheck", UnscaleAndCheck, 0},
       {"GlobalNormClip", GlobalNormClip, InputBit(0)},
-      {"SgdUpdate", SgdUpdateCuda, InputBit(3)},
-      {"AdamUpdate", [](KernelContext& c) { return AdamFamily(c, false); }, InputBit(4) | InputBit(5)},
-      {"AdamWUpdate", [](KernelContext& c) { return AdamFamily(c, true); }, InputBit(4) | InputBit(5)},
-      {"RmspropUpdate", RmspropUpdateCuda, InputBit(3)},
+      {"SgdUpdate", SgdUpdateCuda, 0},
+      {"AdamUpdate", [](KernelContext& c) { return AdamFamily(c, false); }, 0},
+      {"AdamWUpdate", [](KernelContext& c) { return AdamFamily(c, true); }, 0},
+      {"RmspropUpdate", RmspropUpdateCuda, 0},
   };
   for (const Entry& entry : entries) {
     KernelDef def{kOnnxAmpDomain, entry.op_type, DeviceKind::kCuda, entry.compute};

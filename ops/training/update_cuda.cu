@@ -66,8 +66,9 @@ __global__ void ResetStateKernel(MultiTensorState* state) {
   state->factor = 1.0;
 }
 
-__global__ void UnscaleKernel(const __grid_constant__ ChunkTable table, float inverse_scale, MultiTensorState* state) {
+__global__ void UnscaleKernel(const __grid_constant__ ChunkTable table, const float* scale, MultiTensorState* state) {
   const Chunk& chunk = table.chunks[blockIdx.x];
+  const float inverse_scale = InverseLossScale(*scale);
   bool found = false;
   for (int64_t i = threadIdx.x; i < chunk.count; i += blockDim.x) {
     const float value = chunk.in[chunk.begin + i];
@@ -117,15 +118,22 @@ __global__ void UpdateKernel(CudaUpdateParams p, const float* weight, const floa
                              const float* slot1, float* new_weight, float* new_slot0, float* new_slot1, int64_t count,
                              const bool* skip) {
   const bool skipped = *skip;
+  const float learning_rate = *p.learning_rate;
+  float alpha = 0.0f;
+  float decay_step = 0.0f;
+  if constexpr (kKind == CudaOptimizer::kAdam) {
+    alpha = AdamStepSize(learning_rate, p.beta1, p.beta2, *p.step);
+    decay_step = learning_rate * p.weight_decay;
+  }
   ONNX_AMP_GRID_STRIDE_LOOP(i, count) {
     float w = weight[i];
     float a = slot0 != nullptr ? slot0[i] : 0.0f;
     float b = slot1 != nullptr ? slot1[i] : 0.0f;
     if (!skipped) {
       const float g = gradient[i];
-      if constexpr (kKind == CudaOptimizer::kSgd) SgdUpdate(w, a, g, p.learning_rate, p.momentum, p.nesterov);
-      else if constexpr (kKind == CudaOptimizer::kAdam) AdamUpdate(w, a, b, g, p.alpha, p.beta1, p.beta2, p.epsilon, p.decay_step);
-      else RmspropUpdate(w, a, g, p.learning_rate, p.rho, p.epsilon);
+      if constexpr (kKind == CudaOptimizer::kSgd) SgdUpdate(w, a, g, learning_rate, p.momentum, p.nesterov);
+      else if constexpr (kKind == CudaOptimizer::kAdam) AdamUpdate(w, a, b, g, alpha, p.beta1, p.beta2, p.epsilon, decay_step);
+      else RmspropUpdate(w, a, g, learning_rate, p.rho, p.epsilon);
     }
     new_weight[i] = w;
     if (new_slot0 != nullptr) new_slot0[i] = a;
@@ -142,12 +150,12 @@ Status ResetState(void* scratch, const CudaLaunchEnv& env) {
 
 size_t CudaMultiTensorScratchBytes() { return sizeof(MultiTensorState); }
 
-Status LaunchCudaUnscaleAndCheck(const std::vector<CudaTensorChunkSource>& tensors, float inverse_scale,
+Status LaunchCudaUnscaleAndCheck(const std::vector<CudaTensorChunkSource>& tensors, const float* scale,
                                  bool* found_inf, int64_t* first_non_finite, void* scratch, const CudaLaunchEnv& env) {
   auto* state = static_cast<MultiTensorState*>(scratch);
   ONNX_AMP_RETURN_IF_ERROR(ResetState(scratch, env));
   ONNX_AMP_RETURN_IF_ERROR(ForEachTable(Chunks(tensors), [&](const ChunkTable& table, unsigned blocks) {
-    UnscaleKernel<<<blocks, kChunkThreads, 0, env.stream>>>(table, inverse_scale, state);
+    UnscaleKernel<<<blocks, kChunkThreads, 0, env.stream>>>(table, scale, state);
   }));
   FinishCheckKernel<<<1, 1, 0, env.stream>>>(state, found_inf, first_non_finite);
   return CudaLaunchStatus("UnscaleAndCheck (finish)");

@@ -26,12 +26,13 @@ struct CudaTensorChunkSource {
 // Device scratch a multi-tensor launch needs (its flags and sums), in bytes.
 size_t CudaMultiTensorScratchBytes();
 
-// out = in * inverse_scale for each tensor, testing every input for inf/NaN: found_inf
+// out = in * (1 / *scale) for each tensor (scale: a device float, so that a captured
+// CUDA graph reads each step's loss scale), testing every input for inf/NaN: found_inf
 // (device bool) and first_non_finite (device int64: the first tensor index with a
 // non-finite value, -1 for none). `scratch` is device memory of
 // CudaMultiTensorScratchBytes(). The table of tensors travels as the launch's parameter
 // (no copy from the host, so the launch can be captured in a CUDA graph).
-Status LaunchCudaUnscaleAndCheck(const std::vector<CudaTensorChunkSource>& tensors, float inverse_scale,
+Status LaunchCudaUnscaleAndCheck(const std::vector<CudaTensorChunkSource>& tensors, const float* scale,
                                  bool* found_inf, int64_t* first_non_finite, void* scratch, const CudaLaunchEnv& env);
 
 // out = in * factor for each tensor, factor = MeanClipFactor(sum of squares of every
@@ -42,20 +43,23 @@ Status LaunchCudaGlobalNormClip(const std::vector<CudaTensorChunkSource>& tensor
 
 enum class CudaOptimizer { kSgd, kAdam, kRmsprop };
 
+// The learning rate and Adam's step count are read on the device (a captured CUDA graph
+// reads each step's values); Adam's bias-corrected step size is derived there.
 struct CudaUpdateParams {
   CudaOptimizer kind = CudaOptimizer::kSgd;
-  float learning_rate = 0.0f;
+  const float* learning_rate = nullptr;  // device float
+  const int64_t* step = nullptr;         // Adam: device int64, updates applied so far
   float momentum = 0.0f;  // SGD
   bool nesterov = false;  // SGD
-  float alpha = 0.0f;     // Adam: the bias-corrected step size (AdamStepSize)
   float beta1 = 0.9f, beta2 = 0.999f;
   float epsilon = 1e-7f;
-  float decay_step = 0.0f;  // AdamW: learning_rate * weight_decay
+  float weight_decay = 0.0f;  // AdamW (decoupled); 0 for Adam
   float rho = 0.9f;         // RMSprop
 };
 
 // new_weight/new_slot = the update of weight/slot by gradient (slots nullptr when the
-// optimizer keeps fewer), or copies of them when *skip (device bool) is set.
+// optimizer keeps fewer), or copies of them when *skip (device bool) is set. The new
+// tensors may be the old ones (in place): each element is read before it is written.
 Status LaunchCudaOptimizerUpdate(const CudaUpdateParams& params, const float* weight, const float* gradient,
                                  const float* slot0, const float* slot1, float* new_weight, float* new_slot0,
                                  float* new_slot1, int64_t count, const bool* skip, const CudaLaunchEnv& env);

@@ -11,7 +11,12 @@ class CudaMemory final : public RawDeviceMemory {
   DeviceKind kind() const override { return DeviceKind::kCuda; }
   Expected<void*> Allocate(size_t bytes) override {
     void* data = nullptr;
+    // cudaMalloc is no stream work: during a capture (the caching pool's private pool
+    // then takes the block for the graph) it must not invalidate the capture.
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    cudaThreadExchangeStreamCaptureMode(&mode);
     const cudaError_t error = cudaMalloc(&data, bytes);
+    cudaThreadExchangeStreamCaptureMode(&mode);
     if (error != cudaSuccess) {
       cudaGetLastError();  // an out-of-memory error is not sticky; clear it
       return Unsupported("CUDA device memory: " + std::to_string(bytes) + " bytes: " + cudaGetErrorString(error));
@@ -35,6 +40,20 @@ class PinnedMemory final : public RawDeviceMemory {
     return data;
   }
   void Free(void* data) override { cudaFreeHost(data); }
+};
+
+// A captured CUDA graph, instantiated, with the private memory its kernels use.
+class CudaGraph final : public DeviceGraph {
+ public:
+  CudaGraph(cudaGraphExec_t graph, cudaStream_t stream, std::unique_ptr<CapturePool> memory)
+      : graph_(graph), stream_(stream), memory_(std::move(memory)) {}
+  ~CudaGraph() override { cudaGraphExecDestroy(graph_); }
+  Status Replay() override { return CudaStatus(cudaGraphLaunch(graph_, stream_), "CUDA graph launch"); }
+
+ private:
+  cudaGraphExec_t graph_;
+  cudaStream_t stream_;
+  std::unique_ptr<CapturePool> memory_;  // released after the graph is destroyed
 };
 
 Status CublasLtStatus(cublasStatus_t status, const char* what) {
@@ -89,10 +108,14 @@ Expected<std::shared_ptr<Buffer>> CudaDevice::Allocate(size_t bytes) { return al
 
 Status CudaDevice::CopyFromHost(void* device_destination, const void* host, size_t bytes) {
   if (bytes == 0) return Status::Ok();
+  // A captured copy would read `host` again on every replay, long after the caller
+  // reused it.
+  if (capturing_) return InternalError("a copy from host memory inside a CUDA graph capture");
   return CudaStatus(cudaMemcpyAsync(device_destination, host, bytes, cudaMemcpyHostToDevice, stream_), "copy to device");
 }
 
 Status CudaDevice::CopyToHost(void* host, const void* device_source, size_t bytes) {
+  if (capturing_) return InternalError("a copy to the host (a wait for the device) inside a CUDA graph capture");
   if (bytes > 0) {
     ONNX_AMP_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host, device_source, bytes, cudaMemcpyDeviceToHost, stream_),
                                   "copy to host");
@@ -105,7 +128,10 @@ Status CudaDevice::CopyOnDevice(void* destination, const void* source, size_t by
   return CudaStatus(cudaMemcpyAsync(destination, source, bytes, cudaMemcpyDeviceToDevice, stream_), "device copy");
 }
 
-Status CudaDevice::Synchronize() { return CudaStatus(cudaStreamSynchronize(stream_), "synchronize"); }
+Status CudaDevice::Synchronize() {
+  if (capturing_) return InternalError("a wait for the device inside a CUDA graph capture");
+  return CudaStatus(cudaStreamSynchronize(stream_), "synchronize");
+}
 
 Expected<cudnnHandle_t> CudaDevice::cudnn() {
   if (cudnn_ != nullptr) return cudnn_;
@@ -142,5 +168,41 @@ Status CudaDevice::WaitForCopies() {
 }
 
 Status CudaDevice::SynchronizeCopies() { return CudaStatus(cudaEventSynchronize(copies_done_), "batch copies"); }
+
+Status CudaDevice::BeginCapture() {
+  if (capturing_) return InternalError("a CUDA graph capture is already open");
+  ONNX_AMP_RETURN_IF_ERROR(allocator_->BeginCapture());
+  const cudaError_t error = cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal);
+  if (error != cudaSuccess) {
+    cudaGetLastError();
+    (void)allocator_->EndCapture();
+    return CudaStatus(error, "CUDA graph capture");
+  }
+  capturing_ = true;
+  return Status::Ok();
+}
+
+Expected<std::unique_ptr<DeviceGraph>> CudaDevice::EndCapture() {
+  if (!capturing_) return InternalError("no CUDA graph capture is open");
+  capturing_ = false;
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
+  // The pool's handle goes with the graph; on an error it dies here and its blocks
+  // return to the shared list (nothing was run on them).
+  ONNX_AMP_ASSIGN_OR_RETURN(std::unique_ptr<CapturePool> memory, allocator_->EndCapture());
+  if (ended != cudaSuccess) {
+    cudaGetLastError();  // an invalidated capture is not a sticky error
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    return CudaStatus(ended, "CUDA graph capture");
+  }
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  if (instantiated != cudaSuccess) {
+    cudaGetLastError();
+    return CudaStatus(instantiated, "CUDA graph instantiate");
+  }
+  return std::unique_ptr<DeviceGraph>(new CudaGraph(exec, stream_, std::move(memory)));
+}
 
 }  // namespace onnx_amp

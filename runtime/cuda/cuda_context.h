@@ -66,6 +66,12 @@ class CudaDevice final : public Device {
   Status WaitForCopies() override;
   Status SynchronizeCopies() override;
 
+  // CUDA graphs: stream capture of the compute stream (thread-local mode), the caching
+  // pool's capture mode, cudaGraphInstantiate.
+  bool SupportsCapture() const override { return true; }
+  Status BeginCapture() override;
+  Expected<std::unique_ptr<DeviceGraph>> EndCapture() override;
+
   // The cache of type T this device keeps (created on first use).
   template <typename T>
   T& Cache() {
@@ -90,6 +96,7 @@ class CudaDevice final : public Device {
   std::shared_ptr<CachingAllocator> allocator_;
   std::shared_ptr<CachingAllocator> pinned_;
   std::shared_ptr<Buffer> workspace_;
+  bool capturing_ = false;
   std::mutex cache_mutex_;
   std::unordered_map<std::type_index, std::unique_ptr<CudaDeviceCache>> caches_;
 };

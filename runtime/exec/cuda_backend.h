@@ -43,7 +43,7 @@ struct CudaBackend {
                                                                     std::chrono::milliseconds timeout);
 };
 
-inline constexpr int kCudaBackendInterfaceVersion = 1;
+inline constexpr int kCudaBackendInterfaceVersion = 2;  // 2: Device gained capture (CUDA graphs)
 inline constexpr char kCudaBackendEntryPoint[] = "onnx_amp_cuda_backend";
 inline constexpr char kCudaBackendLibrary[] = "libonnx_amp_cuda_backend.so";
 // Overrides where the library is looked for (a path to the .so).

@@ -8,6 +8,14 @@
 // Work is queued in order (a CUDA stream): a copy or kernel sees the results of every
 // earlier one, so device memory released by one step may be reused by the next without
 // a wait. Only CopyToHost and Synchronize wait for the device.
+//
+// Capture (CUDA graphs): work queued between BeginCapture and EndCapture is recorded,
+// not run, and comes back as a DeviceGraph that queues all of it again with one call,
+// on the same device addresses. What the captured work reads per replay must therefore
+// sit at fixed addresses, written before each Replay(); memory allocated during the
+// capture comes from a private pool the graph keeps (caching_allocator.h). Inside a
+// capture nothing may wait for the device (CopyToHost, Synchronize) or copy from
+// ordinary host memory: such a call fails and the capture with it.
 #pragma once
 
 #include <cstddef>
@@ -20,6 +28,14 @@
 namespace onnx_amp {
 
 class KernelRegistry;
+
+// A captured sequence of device work. Dropping it gives its private memory back.
+class DeviceGraph {
+ public:
+  virtual ~DeviceGraph() = default;
+  // Queues the captured work again (after the work before it, like a kernel).
+  virtual Status Replay() = 0;
+};
 
 class Device {
  public:
@@ -52,6 +68,17 @@ class Device {
   virtual Status WaitForCopies() { return Status::Ok(); }
   // The host waits for the copies queued so far.
   virtual Status SynchronizeCopies() { return Status::Ok(); }
+
+  // Whether BeginCapture can work on this device (the defaults: it cannot).
+  virtual bool SupportsCapture() const { return false; }
+  // Starts recording the work this thread queues; device memory allocated from here on
+  // comes from a private pool. Errors: Unsupported without capture, a capture already open.
+  virtual Status BeginCapture() { return Unsupported("this device cannot capture its work"); }
+  // Stops recording; the recorded work as a graph. An error (a wait or a host copy inside
+  // the capture, a graph the driver refuses) ends the capture all the same, discarding it.
+  virtual Expected<std::unique_ptr<DeviceGraph>> EndCapture() {
+    return Unsupported("this device cannot capture its work");
+  }
 };
 
 // A device tensor with `host`'s contents (a host tensor is copied; a tensor already on

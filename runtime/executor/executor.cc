@@ -14,6 +14,7 @@
 #include "runtime/exec/device.h"
 #include "runtime/exec/kernel.h"
 #include "runtime/exec/thread_pool.h"
+#include "runtime/executor/device_placement.h"
 #include "runtime/executor/execution_plan.h"
 #include "runtime/executor/memory_pool.h"
 #include "runtime/graph/graph_view.h"
@@ -385,6 +386,16 @@ Expected<std::unique_ptr<Executor>> Executor::Create(onnx::ModelProto&& model, c
   ONNX_AMP_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Create(*owned, options));
   executor->owned_model_ = std::move(owned);
   return executor;
+}
+
+std::string Executor::FirstHostTransfer() const {
+  for (const PlanStep& step : plan_->steps) {
+    const bool to_host = step.kernel == &CopyToHostKernelDef();
+    if (!to_host && step.kernel != &CopyToDeviceKernelDef()) continue;
+    const std::string value = step.inputs.empty() || step.inputs[0] < 0 ? "?" : plan_->slot_names[step.inputs[0]];
+    return "value '" + value + "' to the " + (to_host ? "host" : "device") + " for " + NodePrefix(*step.node);
+  }
+  return "";
 }
 
 Expected<RunResult> Executor::Run(const std::map<std::string, Tensor>& feeds, const ExecutorRunOptions& options) {

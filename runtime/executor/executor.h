@@ -94,6 +94,11 @@ class Executor {
 
   Expected<RunResult> Run(const std::map<std::string, Tensor>& feeds, const ExecutorRunOptions& options = {});
 
+  // On a device: the first copy step of the plan, where a value crosses between the
+  // host and the device in every run ("value 'x' to the host for node 'n' (Op)"); ""
+  // when none does (a run is then device work only: it can be captured in a graph).
+  std::string FirstHostTransfer() const;
+
  private:
   Executor();
   // Fills outputs_of_slot_ and output_completion_order_ from the plan.

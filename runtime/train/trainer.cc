@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "runtime/exec/device.h"
+#include "runtime/train/captured_step.h"
 
 namespace onnx_amp {
 
@@ -30,11 +31,14 @@ Trainer::Trainer(TrainingGraph graph, UpdateGraph update, const TrainerConfig& c
       optimizer_(config.optimizer, shapes),
       scaler_(config.scaler) {}
 
+Trainer::~Trainer() = default;
+
 Expected<std::unique_ptr<Trainer>> Trainer::Create(TrainingGraph graph, const TrainerConfig& config) {
   ONNX_AMP_RETURN_IF_ERROR(config.scaler.Validate());
   // The trainer's weights and slots are its own: the update overwrites them in place.
   ONNX_AMP_ASSIGN_OR_RETURN(UpdateGraph update,
-                            BuildUpdateGraph(graph.parameters, config.optimizer, config.clip_norm, /*in_place=*/true));
+                            BuildUpdateGraph(graph.parameters, config.optimizer, config.clip_norm, /*in_place=*/true,
+                                             /*scaled=*/config.scaler.enabled));
   std::vector<Shape> shapes = ParameterShapes(graph.parameters);
   std::unique_ptr<Trainer> trainer(new Trainer(std::move(graph), std::move(update), config, std::move(shapes)));
   ExecutorOptions options;
@@ -49,6 +53,17 @@ Expected<std::unique_ptr<Trainer>> Trainer::Create(TrainingGraph graph, const Tr
   options.outputs_on_host = true;
   ONNX_AMP_ASSIGN_OR_RETURN(trainer->eval_, Executor::Create(trainer->graph_.eval_model, options));
   ONNX_AMP_RETURN_IF_ERROR(trainer->MoveStateToDevice());
+  if (config.device != nullptr && config.capture_steps) {
+    std::string unavailable;
+    if (!config.device->SupportsCapture()) {
+      unavailable = "the device cannot capture its work";
+    } else if (std::string transfer = trainer->train_->FirstHostTransfer(); !transfer.empty()) {
+      unavailable = "the training graph moves a " + transfer;
+    } else if (std::string update = trainer->update_executor_->FirstHostTransfer(); !update.empty()) {
+      unavailable = "the update graph moves a " + update;
+    }
+    trainer->capture_policy_ = StepCapturePolicy(unavailable);
+  }
   return trainer;
 }
 
@@ -128,6 +143,19 @@ Expected<StepResult> Trainer::Step(std::span<const Batch> micro_batches, const s
   ONNX_AMP_RETURN_IF_ERROR(MoveStateToDevice());
   StepResult result;
   result.scale = scaler_.scale();
+  const StepConditions conditions{micro_batches.size(), sync_ != nullptr, micro_batches.front().data.shape(),
+                                  micro_batches.front().target.shape()};
+  const StepDecision decision = capture_policy_.Decide(conditions);
+  result.note = decision.note;
+  if (decision.mode != StepMode::kEager) {
+    const bool capture = decision.mode == StepMode::kCapture;
+    ONNX_AMP_ASSIGN_OR_RETURN(const bool ran, GraphStep(micro_batches.front(), capture, result, while_queued));
+    if (ran) {
+      if (capture) result.note = capture_policy_.Captured(conditions);
+      ONNX_AMP_RETURN_IF_ERROR(scaler_.Update());
+      return result;
+    }
+  }
   const Tensor seed = Scalar(result.scale);
   const std::vector<NamedTensor>& parameters = graph_.parameters;
   const bool accumulate = micro_batches.size() > 1;
@@ -254,8 +282,20 @@ Status Trainer::Update(std::vector<Tensor> gradients, int64_t micro_batches, con
                   "update graph outputs: skip, first non-finite, then each parameter's weight and slots");
   ONNX_AMP_ASSIGN_OR_RETURN(const Tensor skip_flag, OnHost(run.outputs[0].tensor));
   ONNX_AMP_ASSIGN_OR_RETURN(const Tensor first_index, OnHost(run.outputs[1].tensor));
-  bool skip = *skip_flag.data<bool>();
-  int64_t first = *first_index.data<int64_t>();
+  const bool skip = *skip_flag.data<bool>();
+  ONNX_AMP_RETURN_IF_ERROR(TakeSkipDecision(skip, *first_index.data<int64_t>(), result));
+  if (result.skipped) return Status::Ok();  // the old weights and slots stay, bit for bit
+  size_t out = 2;
+  for (size_t p = 0; p < parameters.size(); ++p) {
+    parameters[p].tensor = std::move(run.outputs[out++].tensor);
+    for (int k = 0; k < num_slots; ++k) optimizer_.slots(k)[p] = std::move(run.outputs[out++].tensor);
+  }
+  optimizer_.CountStep();
+  return Status::Ok();
+}
+
+Status Trainer::TakeSkipDecision(bool skip, int64_t first, StepResult& result) {
+  const std::vector<NamedTensor>& parameters = graph_.parameters;
   if (sync_ != nullptr) {
     const bool skipped_here = skip;
     ONNX_AMP_RETURN_IF_ERROR(sync_->AgreeOnSkip(skip, first, scaler_.state().steps + 1));
@@ -279,13 +319,6 @@ Status Trainer::Update(std::vector<Tensor> gradients, int64_t micro_batches, con
   ONNX_AMP_RETURN_IF_ERROR(scaler_.MarkUnscaled());
   result.skipped = skip;
   result.first_non_finite = scaler_.first_non_finite();
-  if (skip) return Status::Ok();  // the old weights and slots stay, bit for bit
-  size_t out = 2;
-  for (size_t p = 0; p < parameters.size(); ++p) {
-    parameters[p].tensor = std::move(run.outputs[out++].tensor);
-    for (int k = 0; k < num_slots; ++k) optimizer_.slots(k)[p] = std::move(run.outputs[out++].tensor);
-  }
-  optimizer_.CountStep();
   return Status::Ok();
 }
 

@@ -11,6 +11,11 @@
 // The loss scaler's state machine stays here, fed by the update graph's skip flag and
 // first non-finite gradient.
 //
+// On a device that can capture its work, a steady step (same batch shape, one
+// micro-batch, one process) is captured once as a graph of both runs and then replayed:
+// one launch instead of one per kernel (step_capture_policy.h says when; the captured
+// step's fixed device inputs are in captured_step.h).
+//
 // Why two graphs even for one micro-batch: the update must see the sum over every
 // micro-batch, unscaled once, so it cannot sit inside the per-micro-batch graph; one
 // design for both cases keeps a single path, and feeding one graph's outputs to the
@@ -30,6 +35,7 @@
 #include "runtime/train/loss_scaler.h"
 #include "runtime/train/optimizer.h"
 #include "runtime/train/replica_sync.h"
+#include "runtime/train/step_capture_policy.h"
 #include "runtime/train/training_graph.h"
 #include "runtime/train/update_graph.h"
 
@@ -47,6 +53,8 @@ struct TrainerConfig {
   float clip_norm = 0.0f;  // 0: no clipping
   int num_threads = 0;
   size_t max_memory_bytes = 0;  // ExecutorOptions::max_memory_bytes of each graph's runs
+  // On a device that supports it: capture the steady step in a graph and replay it.
+  bool capture_steps = true;
 };
 
 struct Batch {
@@ -59,6 +67,9 @@ struct StepResult {
   float scale = 1.0f;  // the scale this step ran with
   bool skipped = false;
   std::string first_non_finite;
+  // How the step ran when that changed or fell back for a new reason (a CUDA graph
+  // captured; why a step runs eagerly), once per reason; usually "".
+  std::string note;
 };
 
 struct EvalResult {
@@ -67,8 +78,11 @@ struct EvalResult {
   int64_t count = 0;
 };
 
+struct CapturedStep;
+
 class Trainer {
  public:
+  ~Trainer();
   static Expected<std::unique_ptr<Trainer>> Create(TrainingGraph graph, const TrainerConfig& config);
 
   // One optimizer step over `micro_batches` (at least one). `while_queued` runs once the
@@ -111,6 +125,16 @@ class Trainer {
   // `gradients` (one micro-batch) or adds it to the float32 sums (several).
   Status TakeGradient(size_t p, const Tensor& produced, const std::string& name, bool accumulate,
                       std::vector<Tensor>& gradients);
+  // The update graph's skip decision (with the replicas'), the scaler told, `result` filled.
+  Status TakeSkipDecision(bool skip, int64_t first, StepResult& result);
+  // The step as a captured graph: captures it first when `capture`. False when the
+  // capture failed (result.note says why; nothing ran, the caller runs the step eagerly).
+  Expected<bool> GraphStep(const Batch& batch, bool capture, StepResult& result,
+                           const std::function<Status()>& while_queued);
+  // The fixed device inputs of the captured step, written for this step.
+  Status WriteCapturedInputs(const Batch& batch, float scale);
+  // Records both runs of a step into captured_->graph.
+  Status CaptureStep();
   // Weights and slots onto the device the graphs run on (nothing on the CPU).
   Status MoveStateToDevice();
   // A host copy of a graph output (the tensor itself on the CPU).
@@ -138,6 +162,8 @@ class Trainer {
   StagedBatch staged_[2];
   int next_slot_ = 0;
   ReplicaSync* sync_ = nullptr;
+  StepCapturePolicy capture_policy_;
+  std::unique_ptr<CapturedStep> captured_;  // the captured step's device state and graph
 };
 
 }  // namespace onnx_amp

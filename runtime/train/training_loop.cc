@@ -127,8 +127,10 @@ class TrainingRun {
       if (!step.skipped) epoch_loss_ += step.loss;
       epoch_steps_ += !step.skipped;
       epoch_skipped_ += step.skipped;
-      metrics_.Write({{"step", position_.global_step}, {"loss", step.loss}, {"scale", step.scale},
-                      {"skipped", step.skipped}, {"step_ms", step_ms}});
+      nlohmann::json line = {{"step", position_.global_step}, {"loss", step.loss}, {"scale", step.scale},
+                             {"skipped", step.skipped}, {"step_ms", step_ms}};
+      if (!step.note.empty()) line["note"] = step.note;  // how the step ran, once per reason
+      metrics_.Write(line);
       if (callbacks_.step_done) {
         callbacks_.step_done(StepProgress{position_.epoch + 1, position_.batch, plan_.steps_per_epoch,
                                           position_.global_step, std::move(step), step_ms});

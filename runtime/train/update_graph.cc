@@ -54,7 +54,7 @@ void AddUpdateNode(onnx::GraphProto& graph, const OptimizerConfig& c, const std:
 }  // namespace
 
 Expected<UpdateGraph> BuildUpdateGraph(const std::vector<NamedTensor>& parameters, const OptimizerConfig& optimizer,
-                                       float clip_norm, bool in_place) {
+                                       float clip_norm, bool in_place, bool scaled) {
   if (parameters.empty()) return InvalidArgument("the update graph needs at least one parameter");
   if (!(clip_norm >= 0.0f) || !std::isfinite(clip_norm)) return InvalidArgument("--clip-norm must be finite and >= 0");
   const int num_slots = SlotCount(optimizer);
@@ -109,7 +109,8 @@ Expected<UpdateGraph> BuildUpdateGraph(const std::vector<NamedTensor>& parameter
   }
 
   AddNode(graph, "update.unscale_and_check", "UnscaleAndCheck", kOnnxAmpDomain, unscale_inputs, unscale_outputs,
-          {MakeAttribute("in_place", int64_t{in_place ? 1 : 0})});
+          {MakeAttribute("scaled", int64_t{scaled ? 1 : 0}),
+           MakeAttribute("in_place", int64_t{in_place ? 1 : 0})});
   AddNode(graph, "update.loss_is_nan", "IsNaN", "", {kUpdateLoss}, {"update.loss_is_nan"});
   AddNode(graph, "update.loss_is_inf", "IsInf", "", {kUpdateLoss}, {"update.loss_is_inf"});
   AddNode(graph, "update.loss_non_finite", "Or", "", {"update.loss_is_nan", "update.loss_is_inf"},

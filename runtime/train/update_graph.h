@@ -15,7 +15,8 @@
 // `in_place` (the trainer's choice: it feeds its own tensors and takes the outputs back)
 // the update ops write into the weight and slot tensors fed in, which come back as the
 // outputs, and the gradients fed in are unscaled where they are: no fresh weights or
-// unscaled gradients per step, half the memory traffic.
+// unscaled gradients per step, half the memory traffic. Without `scaled` (loss scaling
+// off: the scale is 1 on every step) the gradients are only checked, not copied.
 #pragma once
 
 #include <onnx/onnx_pb.h>
@@ -46,6 +47,6 @@ struct UpdateGraph {
 // Errors: InvalidArgument when there is no parameter, a parameter is not float32, a
 // clip norm is negative or not finite, or a generated name collides with another.
 Expected<UpdateGraph> BuildUpdateGraph(const std::vector<NamedTensor>& parameters, const OptimizerConfig& optimizer,
-                                       float clip_norm, bool in_place = false);
+                                       float clip_norm, bool in_place = false, bool scaled = true);
 
 }  // namespace onnx_amp

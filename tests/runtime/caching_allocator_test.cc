@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <vector>
 
 namespace onnx_amp {
 namespace {
@@ -116,6 +117,106 @@ TEST(CachingAllocatorTest, BuffersKeepThePoolAlive) {
   EXPECT_EQ(frees, 0);
   survivor.reset();
   EXPECT_EQ(frees, 1) << "the last buffer takes the pool, and its cache, with it";
+}
+
+// Capture mode: what a captured graph touches stays its own.
+class CachingAllocatorCaptureTest : public ::testing::Test {
+ protected:
+  void* Take(size_t bytes) {
+    Expected<std::shared_ptr<Buffer>> buffer = pool_->Allocate(bytes);
+    EXPECT_TRUE(buffer.ok());
+    held_.push_back(*buffer);
+    return (*buffer)->data();
+  }
+  std::shared_ptr<Buffer> Hold(size_t bytes) {
+    Expected<std::shared_ptr<Buffer>> buffer = pool_->Allocate(bytes);
+    EXPECT_TRUE(buffer.ok());
+    return *buffer;
+  }
+  std::unique_ptr<CapturePool> End() {
+    Expected<std::unique_ptr<CapturePool>> handle = pool_->EndCapture();
+    EXPECT_TRUE(handle.ok()) << handle.status().message();
+    return handle.ok() ? std::move(*handle) : nullptr;
+  }
+
+  int frees_ = 0;
+  std::shared_ptr<CachingAllocator> pool_ = CachingAllocator::Create(std::make_unique<CountingMemory>(SIZE_MAX, &frees_));
+  std::vector<std::shared_ptr<Buffer>> held_;
+};
+
+TEST_F(CachingAllocatorCaptureTest, CapturedBlocksKeepTheirAddressesWhileTheGraphLives) {
+  void* warm = Hold(4096)->data();  // cached on the shared list
+  ASSERT_TRUE(pool_->BeginCapture().ok());
+  EXPECT_TRUE(pool_->capturing());
+  void* first = Hold(4096)->data();  // dies at once: back to the capture's pool
+  EXPECT_EQ(first, warm) << "a free shared block moves over to the capture";
+  void* second = Hold(4096)->data();
+  EXPECT_EQ(second, first) << "within the capture, a block freed earlier serves the next request";
+  std::unique_ptr<CapturePool> graph_memory = End();
+  EXPECT_FALSE(pool_->capturing());
+  EXPECT_EQ(pool_->stats().private_bytes, 4096u);
+  EXPECT_EQ(pool_->stats().cached_bytes, 0u);
+  // Replays write that block: eager work after the capture never gets it.
+  for (int replay = 0; replay < 3; ++replay) EXPECT_NE(Take(4096), first);
+  graph_memory.reset();
+  EXPECT_EQ(pool_->stats().private_bytes, 0u);
+  EXPECT_EQ(Hold(4096)->data(), first) << "the graph gone, its blocks serve everyone";
+}
+
+TEST_F(CachingAllocatorCaptureTest, SharedBlocksFreedDuringTheCaptureAreHeldBack) {
+  std::shared_ptr<Buffer> input = Hold(1000);
+  void* input_address = input->data();
+  ASSERT_TRUE(pool_->BeginCapture().ok());
+  input.reset();  // the captured work may read it on every replay
+  EXPECT_EQ(pool_->stats().cached_bytes, 0u) << "no free into the shared list during a capture";
+  EXPECT_NE(Take(1000), input_address);
+  std::unique_ptr<CapturePool> graph_memory = End();
+  EXPECT_NE(Take(1000), input_address);
+  graph_memory.reset();
+  EXPECT_EQ(Take(1000), input_address);
+}
+
+TEST_F(CachingAllocatorCaptureTest, AnOutputOutlivingTheGraphGoesToTheSharedListWhenItDies) {
+  ASSERT_TRUE(pool_->BeginCapture().ok());
+  std::shared_ptr<Buffer> output = Hold(2048);
+  void* address = output->data();
+  std::unique_ptr<CapturePool> graph_memory = End();
+  output.reset();
+  EXPECT_EQ(pool_->stats().cached_bytes, 0u) << "the graph still owns it";
+  graph_memory.reset();
+  EXPECT_EQ(pool_->stats().cached_bytes, 2048u);
+  EXPECT_EQ(pool_->stats().private_bytes, 0u);
+  std::shared_ptr<Buffer> again = Hold(2048);
+  EXPECT_EQ(again->data(), address);
+}
+
+TEST_F(CachingAllocatorCaptureTest, AnOutputDyingAfterItsGraphGoesStraightToTheSharedList) {
+  ASSERT_TRUE(pool_->BeginCapture().ok());
+  std::shared_ptr<Buffer> output = Hold(2048);
+  End().reset();  // the graph dies first
+  EXPECT_EQ(pool_->stats().private_bytes, 2048u);
+  output.reset();
+  EXPECT_EQ(pool_->stats().private_bytes, 0u);
+  EXPECT_EQ(pool_->stats().cached_bytes, 2048u);
+}
+
+TEST_F(CachingAllocatorCaptureTest, OneCaptureAtATime) {
+  EXPECT_FALSE(pool_->EndCapture().ok());
+  ASSERT_TRUE(pool_->BeginCapture().ok());
+  EXPECT_FALSE(pool_->BeginCapture().ok());
+  End();
+}
+
+TEST(CachingAllocatorCaptureBudgetTest, OutOfMemoryDuringACaptureFreesNothing) {
+  int frees = 0;
+  auto pool = CachingAllocator::Create(std::make_unique<CountingMemory>(3000, &frees));
+  { ASSERT_TRUE(pool->Allocate(2048).ok()); }  // cached
+  ASSERT_TRUE(pool->BeginCapture().ok());
+  EXPECT_FALSE(pool->Allocate(1000).ok()) << "1024 + the cached 2048 pass the budget";
+  EXPECT_EQ(frees, 0) << "freeing device memory waits for the device: never inside a capture";
+  ASSERT_TRUE(pool->EndCapture().ok());
+  EXPECT_TRUE(pool->Allocate(1000).ok()) << "outside a capture the cache is emptied and the request retried";
+  EXPECT_EQ(frees, 1);
 }
 
 }  // namespace

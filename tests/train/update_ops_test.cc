@@ -411,6 +411,32 @@ TEST(UpdateGraph, PassesTheCheckerAndRunsOneAdamStep) {
   EXPECT_EQ(skipped->outputs[3].tensor.raw_data(), m[0].raw_data());
 }
 
+// Without loss scaling the unscale node is marked so that a kernel reading the scale on
+// the device (CUDA) still knows to check only; the graph stays valid ONNX either way.
+TEST(UpdateGraph, MarksTheUnscaleNodeWhenLossScalingIsOff) {
+  const std::vector<NamedTensor> one = {{"w", Random(31, -1.0f, 1.0f, 2)}};
+  for (const bool scaled : {true, false}) {
+    Expected<UpdateGraph> update = BuildUpdateGraph(one, {}, 0.0f, /*in_place=*/true, scaled);
+    ASSERT_TRUE(update.ok()) << update.status().message();
+    RegisterOnnxAmpOpSchemas();
+    try {
+      onnx::checker::check_model(update->model, /*full_check=*/true);
+    } catch (const std::exception& error) {
+      FAIL() << error.what();
+    }
+    bool found = false;
+    for (const onnx::NodeProto& node : update->model.graph().node()) {
+      if (node.op_type() != "UnscaleAndCheck") continue;
+      for (const onnx::AttributeProto& attribute : node.attribute()) {
+        if (attribute.name() != "scaled") continue;
+        EXPECT_EQ(attribute.i(), scaled ? 1 : 0);
+        found = true;
+      }
+    }
+    EXPECT_TRUE(found);
+  }
+}
+
 TEST(UpdateGraph, RejectsCollidingNamesAndBadClipNorms) {
   const std::vector<NamedTensor> colliding = {{"w", Random(28, -1.0f, 1.0f, 2)},
                                               {"w_grad", Random(29, -1.0f, 1.0f, 2)}};

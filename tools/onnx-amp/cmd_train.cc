@@ -143,6 +143,7 @@ TrainingCallbacks PrintingCallbacks() {
     std::fprintf(stderr, "resumed from %s at step %lld\n", checkpoint.string().c_str(), static_cast<long long>(step));
   };
   callbacks.step_done = [tty](const StepProgress& p) {
+    if (!p.result.note.empty()) std::fprintf(stderr, "%s%s\n", tty ? "\n" : "", p.result.note.c_str());
     if (!tty && p.global_step % 50 != 0) return;
     std::fprintf(stderr, "\r[epoch %lld] step %lld/%lld  loss %.4f  scale %g  %.1f ms/step%s",
                  static_cast<long long>(p.epoch), static_cast<long long>(p.batch),
@@ -186,6 +187,7 @@ Status TrainRank(const TrainOptions& options, DistributedTraining* distributed) 
     ONNX_AMP_ASSIGN_OR_RETURN(device, OpenDevice(options.device));
     config.device = device.get();
   }
+  config.capture_steps = !options.device.no_cuda_graph;
   if (distributed != nullptr && options.threads == 0) config.num_threads = distributed->DefaultThreads();
   ONNX_AMP_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(std::move(*graph), config));
   if (distributed != nullptr) {
@@ -256,6 +258,7 @@ void AddTrainCommand(CLI::App& app, CommandRunner& runner) {
   command->add_option("--threads", o->threads, "Worker threads (0: one per core)")->check(CLI::NonNegativeNumber);
   AddMaxMemoryFlag(*command, o->max_memory);
   AddDeviceFlags(*command, o->device);
+  AddCudaGraphFlag(*command, o->device);
   AddDistributedFlags(*command, o->distributed);
   runner.Bind(*command, [o] { return Train(*o); });
 }

@@ -14,9 +14,16 @@ void AddDeviceFlags(CLI::App& command, DeviceFlags& flags) {
                    "With --device cuda: float32 GEMMs and convolutions on TF32 Tensor Cores (10-bit mantissa products)");
 }
 
+void AddCudaGraphFlag(CLI::App& command, DeviceFlags& flags) {
+  command.add_flag("--no-cuda-graph", flags.no_cuda_graph,
+                   "With --device cuda: run every step eagerly (by default a steady step, same batch shape, is "
+                   "captured once in a CUDA graph and replayed)");
+}
+
 Expected<std::unique_ptr<Device>> OpenDevice(const DeviceFlags& flags, int ordinal) {
   if (flags.device == "cpu") {
     if (flags.allow_tf32) return InvalidArgument("--allow-tf32 needs --device cuda");
+    if (flags.no_cuda_graph) return InvalidArgument("--no-cuda-graph needs --device cuda");
     return std::unique_ptr<Device>();
   }
   if (flags.device != "cuda") return InvalidArgument("--device '" + flags.device + "': expected cpu or cuda");

@@ -17,9 +17,12 @@ namespace onnx_amp {
 struct DeviceFlags {
   std::string device = "cpu";
   bool allow_tf32 = false;
+  bool no_cuda_graph = false;  // train: every step eager
 };
 
 void AddDeviceFlags(CLI::App& command, DeviceFlags& flags);
+// --no-cuda-graph (train): no capture of the steady step in a CUDA graph.
+void AddCudaGraphFlag(CLI::App& command, DeviceFlags& flags);
 
 // nullptr for --device cpu; for cuda, GPU `ordinal` opened (a data-parallel rank picks its
 // own, train_distributed.h; every other run takes GPU 0).
