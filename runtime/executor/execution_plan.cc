@@ -10,6 +10,7 @@
 #include "runtime/core/float16.h"
 #include "runtime/core/onnx_domain.h"
 #include "runtime/executor/device_placement.h"
+#include "runtime/executor/plan_rewrites.h"
 #include "runtime/graph/graph_view.h"
 #include "runtime/io/tensor_proto.h"
 
@@ -89,19 +90,9 @@ std::optional<FusedActivation> ActivationOf(const GraphPlan& plan, const PlanSte
 // read by nothing else and not kept observable, into that step. `outer_reads` holds
 // each step's outer-scope reads and is kept parallel to plan.steps.
 void FuseActivations(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& keep) {
-  std::vector<int> readers(plan.slot_names.size(), 0);
-  std::vector<int> producer(plan.slot_names.size(), -1);
-  for (size_t s = 0; s < plan.steps.size(); ++s) {
-    for (int slot : plan.steps[s].inputs) {
-      if (slot >= 0) ++readers[slot];
-    }
-    for (int slot : outer_reads[s]) ++readers[slot];
-    for (int slot : plan.steps[s].outputs) {
-      if (slot >= 0) producer[slot] = static_cast<int>(s);
-    }
-  }
-  for (int slot : plan.output_slots) ++readers[slot];
-
+  const ValueUses uses = CountValueUses(plan, outer_reads);
+  const std::vector<int>& readers = uses.readers;
+  const std::vector<int>& producer = uses.producer;
   std::vector<bool> folded(plan.steps.size(), false);
   for (PlanStep& step : plan.steps) {
     if (step.inputs.empty() || step.inputs[0] < 0) continue;
@@ -121,17 +112,7 @@ void FuseActivations(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads
     source.op_label += "+" + step.node->op_type();
     folded[&step - plan.steps.data()] = true;
   }
-  size_t kept = 0;
-  for (size_t s = 0; s < plan.steps.size(); ++s) {
-    if (folded[s]) continue;
-    if (kept != s) {
-      plan.steps[kept] = std::move(plan.steps[s]);
-      outer_reads[kept] = std::move(outer_reads[s]);
-    }
-    ++kept;
-  }
-  plan.steps.resize(kept);
-  outer_reads.resize(kept);
+  RemoveSteps(plan, outer_reads, folded);
 }
 
 class PlanBuilder {
@@ -206,6 +187,7 @@ class PlanBuilder {
           if (slot >= 0) keep[slot] = true;
         }
       }
+      FoldBatchNormIntoConv(*plan, outer_reads, keep);
       FuseActivations(*plan, outer_reads, keep);
     }
     if (missing_.empty()) PlaceValues(*plan, outer_reads, on_device ? device_ : DeviceKind::kCpu);

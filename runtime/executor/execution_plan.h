@@ -3,7 +3,8 @@
 // for each node the slots whose last use it is, so their buffers can be reused. A Relu,
 // LeakyRelu or Clip that alone reads the output of a Conv/Gemm/MatMul is folded into
 // that step (its kernel applies the activation), unless the value between them must
-// stay observable.
+// stay observable; before that, an inference BatchNormalization after a Conv is folded
+// into the Conv's weights (plan_rewrites.h).
 #pragma once
 
 #include <memory>

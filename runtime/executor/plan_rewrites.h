@@ -1,0 +1,31 @@
+// Inference rewrites of an execution plan (execution_plan.h), applied when the plan is
+// built with fusion on: steps that a following step's work can be folded into, so a run
+// makes fewer passes over each activation. Each rewrite leaves a value that must stay
+// observable (a graph output, a captured value, one read twice) as it is.
+#pragma once
+
+#include <vector>
+
+#include "runtime/executor/execution_plan.h"
+
+namespace onnx_amp {
+
+// Who reads and who writes each slot of a plan: reads by steps, by their bodies
+// (`outer_reads`, parallel to plan.steps) and by the graph's outputs.
+struct ValueUses {
+  std::vector<int> readers;   // per slot
+  std::vector<int> producer;  // per slot: the step writing it, or -1
+};
+ValueUses CountValueUses(const GraphPlan& plan, const std::vector<std::vector<int>>& outer_reads);
+
+// Drops the steps marked in `removed`, keeping `outer_reads` parallel to plan.steps.
+void RemoveSteps(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& removed);
+
+// Folds each inference-mode BatchNormalization that alone reads the output of a CPU Conv
+// into that Conv: with s = scale / sqrt(var + epsilon) per output channel, the Conv's
+// weights become W * s and its bias (B - mean) * s + bias, computed in double once, as
+// new initializers in W's dtype. Needs every BatchNormalization parameter and the Conv's
+// W and B constant. The folded step is labelled "Conv+BatchNormalization".
+void FoldBatchNormIntoConv(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& keep);
+
+}  // namespace onnx_amp
