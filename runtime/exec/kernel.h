@@ -77,6 +77,9 @@ class KernelContext {
   // The activation fused into this node (kind kNone when none); set only for kernels
   // registered with KernelDef::fuses_activation.
   virtual FusedActivation fused_activation() const { return {}; }
+  // A tensor of output 0's dtype and shape added to the result before the fused
+  // activation (a residual Add folded into the CPU Conv); nullptr when none.
+  virtual const Tensor* fused_addend() const { return nullptr; }
   // Whether input `index` holds the same values on every run (an initializer), so work
   // derived from it may be kept in state().
   virtual bool input_is_constant(int index) const { return false; }

@@ -188,6 +188,7 @@ class PlanBuilder {
         }
       }
       FoldBatchNormIntoConv(*plan, outer_reads, keep);
+      FuseConvAdd(*plan, outer_reads, keep);
       FuseActivations(*plan, outer_reads, keep);
     }
     if (missing_.empty()) PlaceValues(*plan, outer_reads, on_device ? device_ : DeviceKind::kCpu);

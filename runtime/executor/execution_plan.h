@@ -38,6 +38,7 @@ struct PlanStep {
   int opset = 0;
   std::string op_label;         // the op type, or "Conv+Relu" for a fused step
   FusedActivation activation;   // folded in from the node that read output 0
+  int addend_input = -1;        // input added to output 0 before the activation (Conv+Add)
   // The kernel's state across runs (prepacked weights); a cache, hence mutable.
   mutable std::unique_ptr<KernelState> state;
   std::vector<int> inputs;            // slot per node input, -1 for an absent one

@@ -8,6 +8,7 @@
 
 #include "runtime/core/float16.h"
 #include "runtime/core/onnx_domain.h"
+#include "runtime/graph/graph_view.h"
 
 namespace onnx_amp {
 namespace {
@@ -132,6 +133,25 @@ bool FoldInto(GraphPlan& plan, PlanStep& conv, const PlanStep& norm) {
   return true;
 }
 
+// Whether shape inference gives `a` and `b` the same dtype and shape: every dim the
+// same number, or the same symbolic name.
+bool SameShape(const GraphView& view, const std::string& a, const std::string& b) {
+  const ValueInfo* first = view.FindValue(a);
+  const ValueInfo* second = view.FindValue(b);
+  if (first == nullptr || second == nullptr || !first->shape || !second->shape) return false;
+  if (view.ValueType(a) != view.ValueType(b) || view.ValueType(a) == DType::kUndefined) return false;
+  const ValueShape& x = *first->shape;
+  const ValueShape& y = *second->shape;
+  if (x.dims.size() != y.dims.size()) return false;
+  for (size_t i = 0; i < x.dims.size(); ++i) {
+    const bool known = x.dims[i] >= 0 && x.dims[i] == y.dims[i];
+    const bool same_symbol = x.dims[i] < 0 && y.dims[i] < 0 && i < x.dim_params.size() && i < y.dim_params.size() &&
+                             !x.dim_params[i].empty() && x.dim_params[i] == y.dim_params[i];
+    if (!known && !same_symbol) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 ValueUses CountValueUses(const GraphPlan& plan, const std::vector<std::vector<int>>& outer_reads) {
@@ -179,6 +199,40 @@ void FoldBatchNormIntoConv(GraphPlan& plan, std::vector<std::vector<int>>& outer
       continue;
     }
     folded[s] = FoldInto(plan, conv, norm);
+  }
+  RemoveSteps(plan, outer_reads, folded);
+}
+
+}  // namespace onnx_amp
+
+namespace onnx_amp {
+
+void FuseConvAdd(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& keep) {
+  if (plan.view == nullptr) return;
+  const ValueUses uses = CountValueUses(plan, outer_reads);
+  std::vector<bool> folded(plan.steps.size(), false);
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const PlanStep& add = plan.steps[s];
+    if (!IsCpuOp(add, "Add") || add.inputs.size() != 2 || add.outputs.size() != 1 || add.outputs[0] < 0) continue;
+    for (int side = 0; side < 2 && !folded[s]; ++side) {
+      const int value = add.inputs[side], other = add.inputs[1 - side];
+      if (value < 0 || other < 0 || value == other) continue;
+      if (plan.slot_kinds[value] != SlotKind::kNodeOutput || uses.readers[value] != 1 || keep[value]) continue;
+      const int source = uses.producer[value];
+      if (source < 0 || uses.producer[other] >= source) continue;
+      PlanStep& conv = plan.steps[source];
+      if (!IsCpuOp(conv, "Conv") || conv.outputs.size() != 1 || conv.outputs[0] != value || conv.inputs.size() < 2 ||
+          conv.activation.kind != FusedActivationKind::kNone || conv.addend_input >= 0 ||
+          !SameShape(*plan.view, plan.slot_names[value], plan.slot_names[other])) {
+        continue;
+      }
+      if (conv.inputs.size() < 3) conv.inputs.resize(3, -1);
+      conv.addend_input = static_cast<int>(conv.inputs.size());
+      conv.inputs.push_back(other);
+      conv.outputs[0] = add.outputs[0];
+      conv.op_label += "+Add";
+      folded[s] = true;
+    }
   }
   RemoveSteps(plan, outer_reads, folded);
 }

@@ -28,4 +28,11 @@ void RemoveSteps(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, co
 // W and B constant. The folded step is labelled "Conv+BatchNormalization".
 void FoldBatchNormIntoConv(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& keep);
 
+// Folds each Add that alone reads the output of a CPU Conv into that Conv (its kernel adds
+// the other operand through a sum post-op, before any activation, which FuseActivations
+// may then fold too: "Conv+Add+Relu", the residual connection of a ResNet block). Needs
+// both operands' shapes equal in the graph's shape inference (no broadcasting) and the
+// other operand computed before the Conv runs.
+void FuseConvAdd(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& keep);
+
 }  // namespace onnx_amp

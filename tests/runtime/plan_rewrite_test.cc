@@ -1,5 +1,5 @@
 // Inference rewrites of the plan (runtime/executor/plan_rewrites.h): a BatchNormalization
-// folded into the Conv before it. Folding changes where the roundings fall, so the
+// folded into the Conv before it, and a residual Add (and its Relu) fused into the Conv. Folding changes where the roundings fall, so the
 // folded plan is checked against a float64 reference computed here from the ONNX
 // definitions, with a tolerance from the dtype's unit roundoff and the accumulation
 // length, and the unfused plan is held to the same bound; on the bundled CNN and ResNet
@@ -210,15 +210,18 @@ double Tolerance(PolicyKind policy, double magnitude, double value) {
   return float32_bound + u * (4 * magnitude + std::abs(value));
 }
 
-// BatchNormalization nodes whose X is a Conv's output.
-int ConvFedBatchNorms(const onnx::ModelProto& model) {
+// `op_type` nodes reading a Conv's output (as X for BatchNormalization).
+int ConvFedNodes(const onnx::ModelProto& model, const std::string& op_type) {
   std::set<std::string> conv_outputs;
   for (const onnx::NodeProto& node : model.graph().node()) {
     if (node.op_type() == "Conv") conv_outputs.insert(node.output(0));
   }
   int count = 0;
   for (const onnx::NodeProto& node : model.graph().node()) {
-    count += node.op_type() == "BatchNormalization" && conv_outputs.count(node.input(0)) ? 1 : 0;
+    if (node.op_type() != op_type) continue;
+    const bool reads_conv = conv_outputs.count(node.input(0)) > 0 ||
+                            (op_type == "Add" && node.input_size() > 1 && conv_outputs.count(node.input(1)) > 0);
+    count += reads_conv ? 1 : 0;
   }
   return count;
 }
@@ -245,7 +248,7 @@ TEST_P(BatchNormFoldTest, FoldedConvMatchesFloat64ReferenceWithAndWithoutBias) {
   const RunResult plain_result = RunOk(*plain, {{"x", x}});
   // The conversion may keep a BatchNormalization in float32 behind a Cast (nothing to
   // fold then); every one that still reads its Conv directly must be folded.
-  const int direct = ConvFedBatchNorms(model);
+  const int direct = ConvFedNodes(model, "BatchNormalization");
   if (policy != PolicyKind::kMixedFloat16) EXPECT_EQ(direct, 2);
   EXPECT_EQ(Calls(folded_result, "Conv+BatchNormalization") + Calls(folded_result, "Conv+BatchNormalization+Relu"),
             direct);
@@ -301,6 +304,132 @@ TEST(BatchNormFoldPlanTest, TrainingModeBatchNormIsNotFolded) {
   const RunResult result = RunOk(*executor, {{"x", x}});
   EXPECT_EQ(Calls(result, "BatchNormalization"), 1);
   EXPECT_EQ(Calls(result, "Conv+BatchNormalization+Relu"), 1);
+}
+
+// x[2,16,10,10] -> Conv 3x3 (pads 1, bias) -> Add(conv, x) -> Relu -> y, the residual
+// connection of a ResNet block; with `broadcast_bias`, a second Conv's output also gets
+// Add(conv, c[1,16,1,1]), which broadcasts and so must stay its own step.
+onnx::ModelProto ResidualBlock(const std::vector<float>& weights, const std::vector<float>& bias, bool broadcast_bias) {
+  onnx::GraphProto graph;
+  graph.set_name("conv_add_relu");
+  *graph.add_input() = TensorValue("x", DType::kFloat32, {kBatch, kOut, kSize, kSize});
+  AddInitializer(graph, "w", {kOut, kOut, 3, 3}, weights);
+  AddInitializer(graph, "b", {kOut}, bias);
+  SetIntsAttr(*AddNode(graph, "Conv", {"x", "w", "b"}, {"conv"}, "conv"), "pads", {1, 1, 1, 1});
+  AddNode(graph, "Add", {"conv", "x"}, {"sum"}, "add");
+  AddNode(graph, "Relu", {"sum"}, {"y"}, "relu");
+  *graph.add_output() = TensorValue("y", DType::kFloat32, {kBatch, kOut, kSize, kSize});
+  if (broadcast_bias) {
+    AddInitializer(graph, "c", {1, kOut, 1, 1}, bias);
+    SetIntsAttr(*AddNode(graph, "Conv", {"x", "w"}, {"conv2"}, "conv2"), "pads", {1, 1, 1, 1});
+    AddNode(graph, "Add", {"conv2", "c"}, {"y2"}, "add2");
+    *graph.add_output() = TensorValue("y2", DType::kFloat32, {kBatch, kOut, kSize, kSize});
+  }
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(17);
+  *model.mutable_graph() = graph;
+  return model;
+}
+
+class ConvAddFusionTest : public ::testing::TestWithParam<PolicyKind> {};
+
+TEST_P(ConvAddFusionTest, FusedResidualMatchesFloat64Reference) {
+  const PolicyKind policy = GetParam();
+  std::mt19937_64 rng(33);
+  const std::vector<float> weights = Uniform(rng, kOut * kOut * kTaps, -0.2f, 0.2f);
+  const std::vector<float> bias = Uniform(rng, kOut, -0.5f, 0.5f);
+  const onnx::ModelProto model = Converted(ResidualBlock(weights, bias, false), policy);
+  std::unique_ptr<Executor> fused = Make(model, true);
+  std::unique_ptr<Executor> plain = Make(model, false);
+  ASSERT_TRUE(fused && plain);
+  Tensor x = Tensor::Empty(DType::kFloat32, {kBatch, kOut, kSize, kSize});
+  const std::vector<float> xv = Uniform(rng, static_cast<size_t>(x.num_elements()), -1.0f, 1.0f);
+  std::copy(xv.begin(), xv.end(), x.data<float>());
+
+  const RunResult fused_result = RunOk(*fused, {{"x", x}});
+  const RunResult plain_result = RunOk(*plain, {{"x", x}});
+  // As for BatchNormalization, mixed_float16 may keep the Add in float32 behind Casts.
+  const int direct = ConvFedNodes(model, "Add");
+  if (policy != PolicyKind::kMixedFloat16) EXPECT_EQ(direct, 1);
+  EXPECT_EQ(Calls(fused_result, "Conv+Add+Relu"), direct);
+  EXPECT_EQ(Calls(fused_result, "Add"), 1 - direct);
+  EXPECT_EQ(Calls(plain_result, "Add"), 1);
+  const std::vector<double> fused_y = AsDouble(Output(fused_result, "y"));
+  const std::vector<double> plain_y = AsDouble(Output(plain_result, "y"));
+  ASSERT_EQ(fused_y.size(), xv.size());
+  ASSERT_EQ(plain_y.size(), xv.size());
+  int failures = 0;
+  int64_t clamped = 0;
+  for (int64_t n = 0; n < kBatch; ++n) {
+    for (int64_t o = 0; o < kOut; ++o) {
+      for (int64_t h = 0; h < kSize; ++h) {
+        for (int64_t w = 0; w < kSize; ++w) {
+          const size_t i = static_cast<size_t>(((n * kOut + o) * kSize + h) * kSize + w);
+          double sum = static_cast<double>(bias[o]) + xv[i];
+          double magnitude = std::abs(static_cast<double>(bias[o])) + std::abs(static_cast<double>(xv[i]));
+          for (int64_t c = 0; c < kOut; ++c) {
+            for (int64_t kh = 0; kh < 3; ++kh) {
+              for (int64_t kw = 0; kw < 3; ++kw) {
+                const int64_t ih = h + kh - 1, iw = w + kw - 1;
+                if (ih < 0 || ih >= kSize || iw < 0 || iw >= kSize) continue;
+                const double term = static_cast<double>(xv[((n * kOut + c) * kSize + ih) * kSize + iw]) *
+                                    weights[((o * kOut + c) * 3 + kh) * 3 + kw];
+                sum += term;
+                magnitude += std::abs(term);
+              }
+            }
+          }
+          const double expected = std::max(sum, 0.0);
+          clamped += expected == 0.0 ? 1 : 0;
+          // K = 144 products, the bias and the residual, each within u of the magnitudes.
+          double tolerance = (kOut * kTaps + 4) * kFloat32Roundoff * magnitude;
+          if (policy != PolicyKind::kFloat32) {
+            const double u = policy == PolicyKind::kMixedBFloat16 ? kBFloat16Roundoff : kFloat16Roundoff;
+            tolerance += u * (4 * magnitude + std::abs(expected));
+          }
+          for (const auto& [actual, label] : {std::pair<double, const char*>{fused_y[i], "fused"},
+                                              {plain_y[i], "unfused"}}) {
+            if (std::abs(actual - expected) <= tolerance || ++failures > 5) continue;
+            ADD_FAILURE() << label << " y[" << i << "] = " << actual << ", reference " << expected;
+          }
+        }
+      }
+    }
+  }
+  // Both sides of the ReLU were exercised.
+  EXPECT_GT(clamped, static_cast<int64_t>(xv.size() / 10));
+  EXPECT_LT(clamped, static_cast<int64_t>(xv.size() * 9 / 10));
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, ConvAddFusionTest,
+                         ::testing::Values(PolicyKind::kFloat32, PolicyKind::kMixedFloat16,
+                                           PolicyKind::kMixedBFloat16),
+                         [](const ::testing::TestParamInfo<PolicyKind>& info) {
+                           return std::string(PolicyKindName(info.param));
+                         });
+
+TEST(ConvAddFusionPlanTest, BroadcastingAddStaysItsOwnStep) {
+  std::mt19937_64 rng(34);
+  const std::vector<float> weights = Uniform(rng, kOut * kOut * kTaps, -0.2f, 0.2f);
+  const std::vector<float> bias = Uniform(rng, kOut, -0.5f, 0.5f);
+  const onnx::ModelProto model = ResidualBlock(weights, bias, true);
+  std::unique_ptr<Executor> fused = Make(model, true);
+  std::unique_ptr<Executor> plain = Make(model, false);
+  ASSERT_TRUE(fused && plain);
+  Tensor x = Tensor::Empty(DType::kFloat32, {kBatch, kOut, kSize, kSize});
+  const std::vector<float> xv = Uniform(rng, static_cast<size_t>(x.num_elements()), -1.0f, 1.0f);
+  std::copy(xv.begin(), xv.end(), x.data<float>());
+  const RunResult result = RunOk(*fused, {{"x", x}});
+  EXPECT_EQ(Calls(result, "Conv+Add+Relu"), 1);
+  EXPECT_EQ(Calls(result, "Conv"), 1);
+  EXPECT_EQ(Calls(result, "Add"), 1);
+  // The unfused plan computes the same broadcast Add, bit for bit.
+  const RunResult expected = RunOk(*plain, {{"x", x}});
+  const Tensor& a = Output(result, "y2");
+  const Tensor& b = Output(expected, "y2");
+  ASSERT_EQ(a.shape(), b.shape());
+  EXPECT_EQ(AsDouble(a), AsDouble(b));
 }
 
 // The bundled models end in a Softmax: probabilities in [0, 1]. The folded plan differs
