@@ -3,8 +3,8 @@
 (the default) and after it (--no-dist-overlap), and what each step all-reduces.
 
     dist_bench.py --cli BUILD/bin/onnx-amp --model MLP.onnx --data FASHION_MNIST_DIR
-                  [--batch 256] [--steps 300] [--rounds 2] [--bucket-mib 0.05]
-                  [--policies float32,mixed_float16,mixed_bfloat16]
+                  [--batch 256] [--steps 300] [--rounds 2] [--bucket-mib 0.05 (cuda: 8)]
+                  [--policies float32,mixed_float16,mixed_bfloat16] [--device cpu|cuda]
 
 For each policy: a plain run with --batch-size B and two 2-rank runs with --batch-size B/2
 (the same B samples per step), one overlapping the all-reduce with the backward pass and one
@@ -16,7 +16,12 @@ column reports its best round (the one least disturbed by other work on the mach
 Throughput = B / median step time of rank 0 (its step time includes waiting for the other
 rank's gradients), over the steps after the first 20. Communication per step: the CLI's
 payload line (float32 gradients + loss per rank per step) and what a ring all-reduce moves per
-rank, 2 (N - 1) / N times the payload."""
+rank, 2 (N - 1) / N times the payload.
+
+--device cuda (only where a GPU is): 1 rank on GPU 0 with --batch-size B against `mpirun -np 2`
+with B/2 per rank, each rank on its own GPU (its local rank modulo the visible GPUs: with one
+GPU both ranks share it, which the table's GPU count says), gradients summed through NCCL
+after the backward pass; interleaved --rounds times, best round per column."""
 import argparse
 import json
 import os
@@ -34,7 +39,8 @@ def run(args, ranks, threads, batch, policy, work, overlap=True):
     if os.path.exists(metrics):
         os.remove(metrics)
     command = [args.cli, "train", args.model, "--data", args.data, "--policy", policy, "--batch-size", str(batch),
-               "--max-steps", str(args.steps), "--threads", str(threads), "--metrics", metrics, "--eval-limit", "1"]
+               "--max-steps", str(args.steps), "--threads", str(threads), "--metrics", metrics, "--eval-limit", "1",
+               "--device", args.device]
     if ranks > 1:
         command += ["--dist-bucket-mib", str(args.bucket_mib)] + ([] if overlap else ["--no-dist-overlap"])
         command = ["mpirun", "-np", str(ranks), "--oversubscribe", "--bind-to", "none"] + command
@@ -56,8 +62,13 @@ def main():
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--policies", default="float32,mixed_float16,mixed_bfloat16")
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--bucket-mib", type=float, default=0.05)
+    parser.add_argument("--bucket-mib", type=float, default=None)
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     args = parser.parse_args()
+    if args.bucket_mib is None:
+        args.bucket_mib = 8.0 if args.device == "cuda" else 0.05
+    if args.device == "cuda":
+        return cuda_table(args)
     print(f"model {os.path.basename(args.model)}, global batch {args.batch}, {args.steps} steps, "
           f"{args.rounds} rounds, 2-rank buckets {args.bucket_mib} MiB, load average before: {os.getloadavg()[0]:.2f}")
     print(f"{'policy':<16}{'1r x1':>9}{'1r x2':>9}{'2r after':>10}{'2r beside':>11}{'beside/after':>14}"
@@ -81,5 +92,32 @@ def main():
           "policy's runs; ring KiB per rank = 2 (N - 1) / N x payload = payload for N = 2")
 
 
+def visible_gpus():
+    try:
+        listed = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return sum(1 for line in listed.stdout.splitlines() if line.startswith("GPU "))
+
+
+def cuda_table(args):
+    gpus = visible_gpus()
+    print(f"--device cuda: model {os.path.basename(args.model)}, global batch {args.batch}, {args.steps} steps, "
+          f"{args.rounds} rounds, buckets {args.bucket_mib} MiB, {gpus} GPU(s) visible"
+          f"{'' if gpus >= 2 else ' (the 2 ranks share one GPU)'}")
+    print(f"{'policy':<16}{'1 rank':>10}{'2 ranks':>10}{'2r / 1r':>9}{'payload KiB':>13}")
+    rate = lambda ms: args.batch / (ms / 1000.0)
+    with tempfile.TemporaryDirectory() as work:
+        for policy in args.policies.split(","):
+            one, two, payload = [], [], 0.0
+            for _ in range(args.rounds):
+                one.append(run(args, 1, 1, args.batch, policy, work)[0])
+                ms, payload = run(args, 2, 1, args.batch // 2, policy, work, overlap=False)
+                two.append(ms)
+            r1, r2 = rate(min(one)), rate(min(two))
+            print(f"{policy:<16}{r1:>10.0f}{r2:>10.0f}{r2 / r1:>9.2f}{payload:>13.1f}")
+    print("samples/s (best of the rounds); 2 ranks: NCCL all-reduce in float32 after the backward pass")
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

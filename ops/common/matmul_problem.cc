@@ -152,12 +152,54 @@ Expected<std::vector<Tensor>> Widened(KernelContext& context, const std::vector<
   return wides;
 }
 
+// Rounds float32 values in place to the nearest float16 (or bfloat16): what a Cast to
+// float32 of the low-precision result holds.
+void RoundThroughInPlace(float* values, int64_t count, DType dtype, ThreadPool& threads) {
+  constexpr int64_t kBlock = 1024;
+  threads.ParallelFor(count, kWidenChunk, [&](int64_t begin, int64_t end) {
+    uint16_t low[kBlock];
+    for (int64_t i = begin; i < end; i += kBlock) {
+      const size_t n = static_cast<size_t>(std::min(kBlock, end - i));
+      if (dtype == DType::kFloat16) {
+        ConvertFloatToHalf(values + i, low, n);
+        ConvertHalfToFloat(low, values + i, n);
+      } else {
+        ConvertFloatToBFloat16(values + i, low, n);
+        ConvertBFloat16ToFloat(low, values + i, n);
+      }
+    }
+  });
+}
+
+// Writes the float32 result `c` to `out`: rounded to out's dtype with the activation
+// applied, or, for a widened output (c is out itself), rounded to `dtype` in place.
+void Finish(const float* c, Tensor& out, DType dtype, bool widened, const FusedActivation& activation,
+            ThreadPool& threads) {
+  if (widened) {
+    RoundThroughInPlace(out.data<float>(), out.num_elements(), dtype, threads);
+  } else {
+    StoreWithActivation(c, out, activation, threads);
+  }
+}
+
 }  // namespace
+
+Expected<DType> MatMulOutputDType(const KernelContext& context, DType operands) {
+  if (!context.widens_output()) return operands;
+  if (operands == DType::kFloat32 || IsLowPrecision(operands)) return DType::kFloat32;
+  return context.Error(ErrorCode::kInvalidModel, "a Cast to float32 of this node's float16/bfloat16 output was folded in, "
+                                                 "but its operands are " + std::string(DTypeName(operands)));
+}
 
 Status ComputeMatMul(KernelContext& context, const MatMulProblem& problem, const Tensor& a, const Tensor& b,
                      Tensor& out, const std::vector<double>& addend) {
-  const DType dtype = out.dtype();
+  const DType dtype = a.dtype();
+  // float32 holding dtype's values: a Cast to float32 folded in (no activation then).
+  const bool widened = out.dtype() != dtype;
   const FusedActivation& activation = problem.activation;
+  ONNX_AMP_ASSERT(!widened || (IsLowPrecision(dtype) && out.dtype() == DType::kFloat32 &&
+                               activation.kind == FusedActivationKind::kNone),
+                  "a widened matmul output is float32 of a float16/bfloat16 product without an activation");
   if (dtype == DType::kFloat64) {
     double* c = out.data<double>();
     const int64_t n = static_cast<int64_t>(problem.bias.size());
@@ -175,9 +217,9 @@ Status ComputeMatMul(KernelContext& context, const MatMulProblem& problem, const
   // An empty sum (K == 0) leaves the bias and addend (or zeros); oneDNN takes no
   // zero-sized dims.
   if (problem.a_dims.back() == 0) {
-    ONNX_AMP_ASSIGN_OR_RETURN(Tensor c, context.ScratchFloat32(out.num_elements()));
+    ONNX_AMP_ASSIGN_OR_RETURN(Tensor c, widened ? Expected<Tensor>(out) : context.ScratchFloat32(out.num_elements()));
     FillStart(problem, addend, c.data<float>(), out.num_elements());
-    StoreWithActivation(c.data<float>(), out, activation, context.threads());
+    Finish(c.data<float>(), out, dtype, widened, activation, context.threads());
     return Status::Ok();
   }
   // Packing pays off for weights: B without batch dims of its own.
@@ -200,7 +242,7 @@ Status ComputeMatMul(KernelContext& context, const MatMulProblem& problem, const
     if (post_op.kind == FusedActivationKind::kNone) ApplyActivation(activation, out, context.threads());
     return Status::Ok();
   }
-  if (dtype == DType::kBFloat16 && !problem.accumulate) {
+  if (dtype == DType::kBFloat16 && !problem.accumulate && !widened) {
     Status status = RunDnnlMatMul(problem, dt::bf16, a.raw_data(), b_source, FusedActivation{}, {dt::bf16, out.raw_data()});
     if (status.ok()) {
       ApplyActivation(activation, out, context.threads());
@@ -208,7 +250,8 @@ Status ComputeMatMul(KernelContext& context, const MatMulProblem& problem, const
     }
     if (status.code() != ErrorCode::kUnsupported) return context.Error(status.code(), status.message());
   }
-  ONNX_AMP_ASSIGN_OR_RETURN(Tensor c, context.ScratchFloat32(out.num_elements()));
+  // A widened output is its own float32 work tensor.
+  ONNX_AMP_ASSIGN_OR_RETURN(Tensor c, widened ? Expected<Tensor>(out) : context.ScratchFloat32(out.num_elements()));
   if (problem.accumulate) std::copy(addend.begin(), addend.end(), c.data<float>());
   Status status = Unsupported("float16 runs on float32 panels");
   if (dtype == DType::kBFloat16) {
@@ -232,7 +275,7 @@ Status ComputeMatMul(KernelContext& context, const MatMulProblem& problem, const
     status = RunDnnlMatMul(problem, dt::f32, f32[0].raw_data(), widened, FusedActivation{}, {dt::f32, c.raw_data()});
   }
   if (!status.ok()) return context.Error(status.code(), status.message());
-  StoreWithActivation(c.data<float>(), out, activation, context.threads());
+  Finish(c.data<float>(), out, dtype, widened, activation, context.threads());
   return Status::Ok();
 }
 

@@ -54,13 +54,20 @@ Status RunDnnlMatMul(const MatMulProblem& problem, dnnl::memory::data_type opera
 // The same product as a plain loop in double (float64 tensors).
 void ReferenceMatMul(const MatMulProblem& problem, const double* a, const double* b, double* c);
 
-// Computes the problem on tensors of one floating dtype into `out` (allocated, same
-// dtype, problem.c_dims elements): out = act(round(alpha * A @ B + bias + addend)), with
+// The dtype of a MatMul/Gemm output for operands of `operands`: theirs, or float32 when
+// the plan folded a Cast to float32 into the node (KernelContext::widens_output);
+// an error naming the node when such a fold meets operands other than float16/bfloat16/float32.
+Expected<DType> MatMulOutputDType(const KernelContext& context, DType operands);
+
+// Computes the problem on tensors of one floating dtype into `out` (allocated, of the
+// operands' dtype or MatMulOutputDType's float32, problem.c_dims elements): out = act(round(alpha * A @ B + bias + addend)), with
 // addend (problem.c_dims elements) used when problem.accumulate and act the fused
 // activation. float16/bfloat16 operands accumulate in float32 and are rounded once
 // (bfloat16 by oneDNN where the CPU has AVX512_BF16: its dot products and its rounding
 // flush float32 subnormals, as VDPBF16PS and VCVTNEPS2BF16 do); float64 runs the
-// reference loop.
+// reference loop. A float32 `out` for low-precision operands receives the rounded
+// values widened (the Cast folded in; the same numbers, but for bfloat16 results below
+// the smallest normal, which the widened path does not flush).
 Status ComputeMatMul(KernelContext& context, const MatMulProblem& problem, const Tensor& a,
                      const Tensor& b, Tensor& out, const std::vector<double>& addend);
 

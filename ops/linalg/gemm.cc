@@ -93,7 +93,8 @@ Status GemmCpu(KernelContext& context) {
     }));
     problem.accumulate = !row;
   }
-  ONNX_AMP_ASSIGN_OR_RETURN(Tensor * y, context.AllocateOutput(0, a->dtype(), {m, n}));
+  ONNX_AMP_ASSIGN_OR_RETURN(const DType y_dtype, MatMulOutputDType(context, a->dtype()));
+  ONNX_AMP_ASSIGN_OR_RETURN(Tensor * y, context.AllocateOutput(0, y_dtype, {m, n}));
   return ComputeMatMul(context, problem, *a, *b, *y, addend);
 }
 

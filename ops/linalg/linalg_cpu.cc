@@ -6,9 +6,14 @@
 namespace onnx_amp {
 
 void RegisterLinalgCpuKernels(KernelRegistry& registry) {
-  // MatMul and Gemm apply a fused activation (KernelDef::fuses_activation).
-  registry.Register({"", "MatMul", DeviceKind::kCpu, &MatMulCpu, false, true});
-  registry.Register({"", "Gemm", DeviceKind::kCpu, &GemmCpu, false, true});
+  // MatMul and Gemm apply a fused activation and may store a widened output
+  // (KernelDef::fuses_activation, fuses_widening_cast).
+  for (const auto& [op_type, compute] : {std::pair{"MatMul", &MatMulCpu}, std::pair{"Gemm", &GemmCpu}}) {
+    KernelDef def{"", op_type, DeviceKind::kCpu, compute};
+    def.fuses_activation = true;
+    def.fuses_widening_cast = true;
+    registry.Register(def);
+  }
   registry.Register({"", "Einsum", DeviceKind::kCpu, &EinsumCpu});
 }
 

@@ -43,7 +43,8 @@ Status MatMulCpu(KernelContext& context) {
   Shape y_shape = c_shape;
   if (b_vector) y_shape.pop_back();
   if (a_vector) y_shape.erase(y_shape.end() - (b_vector ? 1 : 2));
-  ONNX_AMP_ASSIGN_OR_RETURN(Tensor * y, context.AllocateOutput(0, a->dtype(), y_shape));
+  ONNX_AMP_ASSIGN_OR_RETURN(const DType y_dtype, MatMulOutputDType(context, a->dtype()));
+  ONNX_AMP_ASSIGN_OR_RETURN(Tensor * y, context.AllocateOutput(0, y_dtype, y_shape));
   Tensor y_view = y->Reshaped(c_shape);
 
   MatMulProblem problem;

@@ -59,6 +59,10 @@ std::vector<onnx::OpSchema> TrainingOnnxAmpSchemas() {
               "tensor(int64)")
       .Output(2, "unscaled", "the gradients times 1/scale, in input order", "T", onnx::OpSchema::Variadic)
       .TypeConstraint("T", {kFloat32}, "float32")
+      .Attr("in_place",
+            "1: the unscaled values may be written into the gradient buffers, which then are the "
+            "outputs (for a caller that hands over its own tensors)",
+            onnx::AttributeProto::INT, static_cast<int64_t>(0))
       .TypeAndShapeInferenceFunction([](onnx::InferenceContext& context) {
         ScalarOutput(context, 0, onnx::TensorProto::BOOL);
         ScalarOutput(context, 1, onnx::TensorProto::INT64);

@@ -66,11 +66,14 @@ Status UnscaleAndCheck(KernelContext& context) {
                                                        std::to_string(count + 2) + " outputs");
   }
   const float inverse = InverseLossScale(scale);
+  // In place, the gradients' buffers are written (the in_place contract, update_ops.cc).
+  const bool in_place = context.attr_int("in_place", 0) != 0;
   std::vector<CudaTensorChunkSource> sources;
   for (int k = 0; k < count; ++k) {
     CudaTensorChunkSource source{gradients[k]->data<float>(), nullptr, gradients[k]->num_elements()};
-    if (inverse == 1.0f) {
-      context.SetOutput(k + 2, *gradients[k]);  // nothing to multiply: check only
+    if (inverse == 1.0f || in_place) {
+      context.SetOutput(k + 2, *gradients[k]);  // scale 1: nothing to multiply, check only
+      if (inverse != 1.0f) source.out = const_cast<float*>(gradients[k]->data<float>());
     } else {
       ONNX_AMP_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(k + 2, DType::kFloat32, gradients[k]->shape()));
       source.out = out->data<float>();

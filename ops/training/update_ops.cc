@@ -196,13 +196,17 @@ Status UnscaleAndCheckKernel(KernelContext& context) {
                                                        std::to_string(count + 2) + " outputs");
   }
   const float inv = InverseLossScale(scale);
+  // In place, the gradients' buffers are written: the op's contract with the caller that
+  // sets in_place (runtime/train/update_graph.h).
+  const bool in_place = context.attr_int("in_place", 0) != 0;
   int64_t first_non_finite = -1;
   for (int k = 0; k < count; ++k) {
     const Tensor& gradient = *gradients[k];
     const float* in = gradient.data<float>();
     float* out = nullptr;
-    if (inv == 1.0f) {
-      context.SetOutput(k + 2, gradient);  // nothing to multiply: check only
+    if (inv == 1.0f || in_place) {
+      context.SetOutput(k + 2, gradient);  // scale 1: nothing to multiply, check only
+      if (inv != 1.0f) out = const_cast<float*>(in);
     } else {
       ONNX_AMP_ASSIGN_OR_RETURN(Tensor * unscaled, context.AllocateOutput(k + 2, DType::kFloat32, gradient.shape()));
       out = unscaled->data<float>();

@@ -1,14 +1,12 @@
 // ReplicaSync (runtime/train/replica_sync.h) over a host-memory Communicator: what keeps
 // data-parallel replicas identical, step after step.
 //
-// Gradients are summed in float32 in buckets: the parameters, in the order the backward
-// pass finishes their gradients (last layer first), are packed into buffers of about
-// `bucket_bytes` (each gradient at a 64-byte boundary; a gradient larger than a bucket gets
-// one of its own), one all-reduce per bucket, and the summed gradients handed to the update
-// graph are views into the buckets (no copy back). Packing costs one pass over the
-// gradients and buys two things: one call per bucket instead of one per tensor (biases are
-// tiny, and each call costs a round of latency), and sums that never alias the executor's
-// outputs. The step's loss sum travels in the last bucket.
+// Gradients are summed in float32 in buckets (bucket_plan.h: in the order the backward pass
+// finishes them, about `bucket_bytes` each), one all-reduce per bucket, and the summed
+// gradients handed to the update graph are views into the buckets (no copy back). Packing
+// costs one pass over the gradients and buys two things: one call per bucket instead of one
+// per tensor (biases are tiny, and each call costs a round of latency), and sums that never
+// alias the executor's outputs. The step's loss sum travels in the last bucket.
 //
 // Overlap: the trainer reports each gradient as the executor finishes it (GradientReady);
 // a bucket's non-blocking all-reduce starts as soon as all of its gradients are packed, and
@@ -17,27 +15,24 @@
 // then waits for every bucket. Sums are element-wise, so the result is the same bits with
 // or without overlap.
 //
-// The skip decision is a MAX all-reduce of {skip, -first non-finite index}: the summed
-// gradients are the same bits on every rank with the reductions Open MPI uses, so the ranks
-// already agree, but MPI does not promise identical results on every rank, and one rank
-// applying an update that another skipped would split the replicas for good.
+// The skip decision: every rank's update graph skips the step when its sums hold an inf or
+// NaN, and the sums are the same bits on every rank with the reductions Open MPI uses (an
+// inf or NaN of one rank survives the sum). After the update graph, a MAX all-reduce of
+// {skip, -first non-finite index} (replica_agreement.h) keeps one loss-scale record on every
+// rank; MPI does not promise identical results on every rank, and where they did differ
+// (one rank updated in place, another skipped) the trainer stops with an error rather than
+// let the replicas part for good.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "runtime/dist/bucket_plan.h"
 #include "runtime/dist/communicator.h"
 #include "runtime/train/replica_sync.h"
 
 namespace onnx_amp {
-
-// What a step's gradient all-reduce moves, per rank.
-struct GradientSyncVolume {
-  int64_t buckets = 0;
-  int64_t payload_bytes = 0;  // bytes each rank contributes to the sums (gradients, padding, loss)
-  int64_t collectives = 0;    // all-reduce calls per step, the skip agreement included
-};
 
 class GradientSync final : public ReplicaSync {
  public:
@@ -63,12 +58,7 @@ class GradientSync final : public ReplicaSync {
   size_t buckets_started() const { return next_bucket_; }
 
  private:
-  struct Placement {
-    size_t bucket = 0;
-    int64_t offset = 0;  // in elements
-    int64_t elements = 0;
-  };
-  void PlanBuckets(std::span<const int64_t> elements, std::span<const size_t> order);
+  void Plan(std::span<const int64_t> elements, std::span<const size_t> order);
   // Fresh buckets where the last step's views are still held; nothing packed yet.
   void OpenStep();
   Status Pack(size_t index, const Tensor& gradient);
@@ -78,11 +68,8 @@ class GradientSync final : public ReplicaSync {
   Communicator& communicator_;
   const int64_t bucket_elements_;
   const bool overlap_;
-  std::vector<int64_t> bucket_sizes_;    // elements, padding included
-  std::vector<int64_t> bucket_members_;  // gradients per bucket (the loss counts in the last)
-  std::vector<Tensor> buckets_;          // float32 [bucket_sizes_[b]]
-  std::vector<Placement> placements_;    // per gradient
-  int64_t loss_offset_ = 0;              // in the last bucket
+  BucketPlan plan_;
+  std::vector<Tensor> buckets_;  // float32 [plan_.sizes[b]]
   GradientSyncVolume volume_;
 
   // The step under way.

@@ -77,7 +77,33 @@ NcclCommunicator::~NcclCommunicator() {
   if (handles_->stream != nullptr) cudaStreamDestroy(handles_->stream);
 }
 
+// An all-reduce enqueued on the communicator's stream; waiting for it waits for the stream.
+class NcclCommunicator::Pending final : public PendingCollective {
+ public:
+  Pending(NcclCommunicator& communicator, std::string_view what) : communicator_(communicator), what_(what) {}
+  ~Pending() override {
+    if (!done_) (void)Wait();
+  }
+  Expected<bool> Test() override {
+    if (done_) return true;
+    if (cudaStreamQuery(communicator_.handles_->stream) == cudaErrorNotReady) return false;
+    ONNX_AMP_RETURN_IF_ERROR(Wait());  // done, or failed: Wait says which
+    return true;
+  }
+  Status Wait() override {
+    if (done_) return Status::Ok();
+    done_ = true;  // an error is reported once
+    return communicator_.Wait(what_);
+  }
+
+ private:
+  NcclCommunicator& communicator_;
+  const std::string what_;
+  bool done_ = false;
+};
+
 Status NcclCommunicator::Wait(std::string_view what) {
+  if (handles_->comm == nullptr) return IoError(std::string(what) + ": the NCCL communicator was aborted");
   const auto deadline = std::chrono::steady_clock::now() + timeout_;
   while (true) {
     const cudaError_t state = cudaStreamQuery(handles_->stream);
@@ -103,14 +129,23 @@ Status NcclCommunicator::Wait(std::string_view what) {
   }
 }
 
-Status NcclCommunicator::AllReduce(void* data, int64_t count, DType dtype, ReduceOp op, std::string_view what) {
+Status NcclCommunicator::Enqueue(void* data, int64_t count, DType dtype, ReduceOp op, std::string_view what) {
   if (handles_->comm == nullptr) return IoError(std::string(what) + ": the NCCL communicator was aborted");
   ONNX_AMP_ASSIGN_OR_RETURN(const ncclDataType_t type, NcclType(dtype));
-  ONNX_AMP_RETURN_IF_ERROR(NcclStatus(ncclAllReduce(data, data, static_cast<size_t>(count), type,
-                                                    op == ReduceOp::kSum ? ncclSum : ncclMax, handles_->comm,
-                                                    handles_->stream),
-                                      "ncclAllReduce (" + std::string(what) + ")"));
+  return NcclStatus(ncclAllReduce(data, data, static_cast<size_t>(count), type, op == ReduceOp::kSum ? ncclSum : ncclMax,
+                                  handles_->comm, handles_->stream),
+                    "ncclAllReduce (" + std::string(what) + ")");
+}
+
+Status NcclCommunicator::AllReduce(void* data, int64_t count, DType dtype, ReduceOp op, std::string_view what) {
+  ONNX_AMP_RETURN_IF_ERROR(Enqueue(data, count, dtype, op, what));
   return Wait(what);
+}
+
+Expected<std::unique_ptr<PendingCollective>> NcclCommunicator::StartAllReduce(void* data, int64_t count, DType dtype,
+                                                                              ReduceOp op, std::string_view what) {
+  ONNX_AMP_RETURN_IF_ERROR(Enqueue(data, count, dtype, op, what));
+  return std::unique_ptr<PendingCollective>(new Pending(*this, what));
 }
 
 Status NcclCommunicator::Broadcast(void* data, int64_t bytes, int root, std::string_view what) {

@@ -5,6 +5,10 @@
 // Collectives run on the communicator's own stream and AllReduce/Broadcast wait for them:
 // the wait polls the stream and NCCL's asynchronous error, and past the timeout aborts the
 // NCCL communicator and returns an error naming the collective (no hang when a peer dies).
+// StartAllReduce only enqueues: a step's buckets go onto the stream back to back and one
+// wait completes them all (the stream runs them in order). The memory given to a
+// collective must hold its final values before it is started (the caller synchronizes the
+// stream that wrote it): this stream does not wait for the device's own.
 #pragma once
 
 #include <chrono>
@@ -31,12 +35,16 @@ class NcclCommunicator final : public Communicator {
 
   // `data` is memory on device(). float32, float64 and int64.
   Status AllReduce(void* data, int64_t count, DType dtype, ReduceOp op, std::string_view what) override;
+  Expected<std::unique_ptr<PendingCollective>> StartAllReduce(void* data, int64_t count, DType dtype, ReduceOp op,
+                                                              std::string_view what) override;
   Status Broadcast(void* data, int64_t bytes, int root, std::string_view what) override;
 
  private:
   struct Handles;
+  class Pending;
   NcclCommunicator(int rank, int size, int device, std::chrono::milliseconds timeout, std::unique_ptr<Handles> handles);
-  // Waits for the collective just enqueued on the stream.
+  Status Enqueue(void* data, int64_t count, DType dtype, ReduceOp op, std::string_view what);
+  // Waits for every collective enqueued on the stream so far.
   Status Wait(std::string_view what);
 
   const int rank_;

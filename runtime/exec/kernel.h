@@ -80,6 +80,10 @@ class KernelContext {
   // A tensor of output 0's dtype and shape added to the result before the fused
   // activation (a residual Add folded into the CPU Conv); nullptr when none.
   virtual const Tensor* fused_addend() const { return nullptr; }
+  // Whether output 0 is stored as float32 holding the values rounded to the node's
+  // float16/bfloat16 result (a Cast to float32 folded in); set only for kernels
+  // registered with KernelDef::fuses_widening_cast.
+  virtual bool widens_output() const { return false; }
   // Whether input `index` holds the same values on every run (an initializer), so work
   // derived from it may be kept in state().
   virtual bool input_is_constant(int index) const { return false; }
@@ -125,6 +129,9 @@ struct KernelDef {
   // value (0: any). A node whose dtype is outside them runs on the CPU.
   uint32_t dtypes = 0;
   int dtype_input = 0;
+  // Honours KernelContext::widens_output(), so the plan may fold a Cast to float32 that
+  // alone reads a float16/bfloat16 output 0 into this node.
+  bool fuses_widening_cast = false;
 };
 
 }  // namespace onnx_amp

@@ -10,6 +10,7 @@
 #include "runtime/core/float16.h"
 #include "runtime/core/onnx_domain.h"
 #include "runtime/executor/device_placement.h"
+#include "runtime/executor/plan_fusion.h"
 #include "runtime/executor/plan_rewrites.h"
 #include "runtime/graph/graph_view.h"
 #include "runtime/io/tensor_proto.h"
@@ -90,19 +91,14 @@ std::optional<FusedActivation> ActivationOf(const GraphPlan& plan, const PlanSte
 // read by nothing else and not kept observable, into that step. `outer_reads` holds
 // each step's outer-scope reads and is kept parallel to plan.steps.
 void FuseActivations(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& keep) {
-  const ValueUses uses = CountValueUses(plan, outer_reads);
-  const std::vector<int>& readers = uses.readers;
-  const std::vector<int>& producer = uses.producer;
+  const SlotUses uses = CountSlotUses(plan, outer_reads);
   std::vector<bool> folded(plan.steps.size(), false);
   for (PlanStep& step : plan.steps) {
-    if (step.inputs.empty() || step.inputs[0] < 0) continue;
-    const int value = step.inputs[0];
-    if (plan.slot_kinds[value] != SlotKind::kNodeOutput || readers[value] != 1 || keep[value]) continue;
-    const int source_index = producer[value];
+    if (step.inputs.empty()) continue;
+    const int source_index = FoldableProducer(plan, uses, keep, step.inputs[0]);
     if (source_index < 0) continue;
     PlanStep& source = plan.steps[source_index];
-    if (!source.kernel || !source.kernel->fuses_activation || source.outputs.empty() || source.outputs[0] != value ||
-        source.activation.kind != FusedActivationKind::kNone) {
+    if (!source.kernel || !source.kernel->fuses_activation || source.activation.kind != FusedActivationKind::kNone) {
       continue;
     }
     const std::optional<FusedActivation> activation = ActivationOf(plan, step);
@@ -112,7 +108,7 @@ void FuseActivations(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads
     source.op_label += "+" + step.node->op_type();
     folded[&step - plan.steps.data()] = true;
   }
-  RemoveSteps(plan, outer_reads, folded);
+  RemoveFoldedSteps(plan, outer_reads, folded);
 }
 
 class PlanBuilder {
@@ -190,6 +186,7 @@ class PlanBuilder {
       FoldBatchNormIntoConv(*plan, outer_reads, keep);
       FuseConvAdd(*plan, outer_reads, keep);
       FuseActivations(*plan, outer_reads, keep);
+      FuseWideningCasts(*plan, outer_reads, keep);
     }
     if (missing_.empty()) PlaceValues(*plan, outer_reads, on_device ? device_ : DeviceKind::kCpu);
     MarkLastUses(*plan, outer_reads);

@@ -8,6 +8,7 @@
 
 #include "runtime/core/float16.h"
 #include "runtime/core/onnx_domain.h"
+#include "runtime/executor/plan_fusion.h"
 #include "runtime/graph/graph_view.h"
 
 namespace onnx_amp {
@@ -154,62 +155,27 @@ bool SameShape(const GraphView& view, const std::string& a, const std::string& b
 
 }  // namespace
 
-ValueUses CountValueUses(const GraphPlan& plan, const std::vector<std::vector<int>>& outer_reads) {
-  ValueUses uses{std::vector<int>(plan.slot_names.size(), 0), std::vector<int>(plan.slot_names.size(), -1)};
-  for (size_t s = 0; s < plan.steps.size(); ++s) {
-    for (int slot : plan.steps[s].inputs) {
-      if (slot >= 0) ++uses.readers[slot];
-    }
-    for (int slot : outer_reads[s]) ++uses.readers[slot];
-    for (int slot : plan.steps[s].outputs) {
-      if (slot >= 0) uses.producer[slot] = static_cast<int>(s);
-    }
-  }
-  for (int slot : plan.output_slots) ++uses.readers[slot];
-  return uses;
-}
-
-void RemoveSteps(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& removed) {
-  size_t kept = 0;
-  for (size_t s = 0; s < plan.steps.size(); ++s) {
-    if (removed[s]) continue;
-    if (kept != s) {
-      plan.steps[kept] = std::move(plan.steps[s]);
-      outer_reads[kept] = std::move(outer_reads[s]);
-    }
-    ++kept;
-  }
-  plan.steps.resize(kept);
-  outer_reads.resize(kept);
-}
-
 void FoldBatchNormIntoConv(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& keep) {
-  const ValueUses uses = CountValueUses(plan, outer_reads);
+  const SlotUses uses = CountSlotUses(plan, outer_reads);
   std::vector<bool> folded(plan.steps.size(), false);
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const PlanStep& norm = plan.steps[s];
     if (!IsInferenceBatchNorm(norm) || norm.inputs[0] < 0 || norm.outputs[0] < 0) continue;
-    const int value = norm.inputs[0];
-    if (plan.slot_kinds[value] != SlotKind::kNodeOutput || uses.readers[value] != 1 || keep[value]) continue;
-    const int source = uses.producer[value];
+    const int source = FoldableProducer(plan, uses, keep, norm.inputs[0]);
     if (source < 0) continue;
     PlanStep& conv = plan.steps[source];
-    if (!IsCpuOp(conv, "Conv") || conv.outputs.size() != 1 || conv.outputs[0] != value || conv.inputs.size() < 2 ||
+    if (!IsCpuOp(conv, "Conv") || conv.outputs.size() != 1 || conv.inputs.size() < 2 ||
         conv.activation.kind != FusedActivationKind::kNone) {
       continue;
     }
     folded[s] = FoldInto(plan, conv, norm);
   }
-  RemoveSteps(plan, outer_reads, folded);
+  RemoveFoldedSteps(plan, outer_reads, folded);
 }
-
-}  // namespace onnx_amp
-
-namespace onnx_amp {
 
 void FuseConvAdd(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& keep) {
   if (plan.view == nullptr) return;
-  const ValueUses uses = CountValueUses(plan, outer_reads);
+  const SlotUses uses = CountSlotUses(plan, outer_reads);
   std::vector<bool> folded(plan.steps.size(), false);
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const PlanStep& add = plan.steps[s];
@@ -217,11 +183,10 @@ void FuseConvAdd(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, co
     for (int side = 0; side < 2 && !folded[s]; ++side) {
       const int value = add.inputs[side], other = add.inputs[1 - side];
       if (value < 0 || other < 0 || value == other) continue;
-      if (plan.slot_kinds[value] != SlotKind::kNodeOutput || uses.readers[value] != 1 || keep[value]) continue;
-      const int source = uses.producer[value];
+      const int source = FoldableProducer(plan, uses, keep, value);
       if (source < 0 || uses.producer[other] >= source) continue;
       PlanStep& conv = plan.steps[source];
-      if (!IsCpuOp(conv, "Conv") || conv.outputs.size() != 1 || conv.outputs[0] != value || conv.inputs.size() < 2 ||
+      if (!IsCpuOp(conv, "Conv") || conv.outputs.size() != 1 || conv.inputs.size() < 2 ||
           conv.activation.kind != FusedActivationKind::kNone || conv.addend_input >= 0 ||
           !SameShape(*plan.view, plan.slot_names[value], plan.slot_names[other])) {
         continue;
@@ -234,7 +199,7 @@ void FuseConvAdd(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, co
       folded[s] = true;
     }
   }
-  RemoveSteps(plan, outer_reads, folded);
+  RemoveFoldedSteps(plan, outer_reads, folded);
 }
 
 }  // namespace onnx_amp

@@ -1,6 +1,6 @@
-// Inference rewrites of an execution plan (execution_plan.h), applied when the plan is
-// built with fusion on: steps that a following step's work can be folded into, so a run
-// makes fewer passes over each activation. Each rewrite leaves a value that must stay
+// Inference rewrites of an execution plan (execution_plan.h) that fold a node into the Conv
+// before it, applied when the plan is built with fusion on (before the activation fold of
+// plan_fusion.h), so a run makes fewer passes over each activation. Each rewrite leaves a value that must stay
 // observable (a graph output, a captured value, one read twice) as it is.
 #pragma once
 
@@ -9,17 +9,6 @@
 #include "runtime/executor/execution_plan.h"
 
 namespace onnx_amp {
-
-// Who reads and who writes each slot of a plan: reads by steps, by their bodies
-// (`outer_reads`, parallel to plan.steps) and by the graph's outputs.
-struct ValueUses {
-  std::vector<int> readers;   // per slot
-  std::vector<int> producer;  // per slot: the step writing it, or -1
-};
-ValueUses CountValueUses(const GraphPlan& plan, const std::vector<std::vector<int>>& outer_reads);
-
-// Drops the steps marked in `removed`, keeping `outer_reads` parallel to plan.steps.
-void RemoveSteps(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& removed);
 
 // Folds each inference-mode BatchNormalization that alone reads the output of a CPU Conv
 // into that Conv: with s = scale / sqrt(var + epsilon) per output channel, the Conv's

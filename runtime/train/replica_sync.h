@@ -46,6 +46,10 @@ class ReplicaSync {
   virtual Status SumGradients(std::vector<Tensor>& gradients, double& loss_sum, int64_t step) = 0;
   // Every rank's skip decision: `skip` comes back true on every rank when it was true on
   // any, and `first_non_finite` as the lowest gradient index any rank reported (-1: none).
+  // The update graph has run by then, updating in place where its own check passed, so
+  // this cannot make ranks skip together: their sums, the same bits on every rank (an inf
+  // or NaN of any rank survives the sum), do. It keeps one loss-scale record, and the
+  // trainer stops with an error where a rank updated while another skipped.
   virtual Status AgreeOnSkip(bool& skip, int64_t& first_non_finite, int64_t step) = 0;
   // Sums `values` over every rank, in place (evaluation counts).
   virtual Status SumValues(std::span<double> values, std::string_view what) = 0;

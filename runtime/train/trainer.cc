@@ -179,7 +179,7 @@ Expected<StepResult> Trainer::Step(std::span<const Batch> micro_batches, const s
   }
   if (accumulate) gradients = sums_;
   int64_t micro_count = static_cast<int64_t>(micro_batches.size());
-  if (sync_ != nullptr) {  // the update sees the sum over every rank's micro-batches (host tensors)
+  if (sync_ != nullptr) {  // the update sees the sum over every rank's micro-batches
     if (!accumulate) {
       ONNX_AMP_ASSIGN_OR_RETURN(const Tensor loss, OnHost(loss_value));
       loss_sum = *loss.data<float>();
@@ -256,7 +256,19 @@ Status Trainer::Update(std::vector<Tensor> gradients, int64_t micro_batches, con
   ONNX_AMP_ASSIGN_OR_RETURN(const Tensor first_index, OnHost(run.outputs[1].tensor));
   bool skip = *skip_flag.data<bool>();
   int64_t first = *first_index.data<int64_t>();
-  if (sync_ != nullptr) ONNX_AMP_RETURN_IF_ERROR(sync_->AgreeOnSkip(skip, first, scaler_.state().steps + 1));
+  if (sync_ != nullptr) {
+    const bool skipped_here = skip;
+    ONNX_AMP_RETURN_IF_ERROR(sync_->AgreeOnSkip(skip, first, scaler_.state().steps + 1));
+    // The update graph has already updated the weights in place where its own check passed,
+    // so the agreement cannot undo an update: what makes the ranks skip together is that
+    // each one's sums hold the same non-finite values (replica_sync.h). A rank that updated
+    // while another skipped would train other weights from here on: an error, not a drift.
+    if (skip && !skipped_here) {
+      return InternalError("step " + std::to_string(scaler_.state().steps + 1) + ": rank " +
+                           std::to_string(sync_->rank()) + "'s summed gradients were finite where another rank's " +
+                           "were not; the replicas no longer hold the same weights");
+    }
+  }
   ONNX_AMP_ASSERT(first < static_cast<int64_t>(parameters.size()), "first non-finite gradient index out of range");
   // The first non-finite gradient names the overflow; a non-finite loss only without one.
   if (first >= 0) {

@@ -108,7 +108,8 @@ Expected<UpdateGraph> BuildUpdateGraph(const std::vector<NamedTensor>& parameter
         "'<p>.slot0' or 'update.*')");
   }
 
-  AddNode(graph, "update.unscale_and_check", "UnscaleAndCheck", kOnnxAmpDomain, unscale_inputs, unscale_outputs);
+  AddNode(graph, "update.unscale_and_check", "UnscaleAndCheck", kOnnxAmpDomain, unscale_inputs, unscale_outputs,
+          {MakeAttribute("in_place", int64_t{in_place ? 1 : 0})});
   AddNode(graph, "update.loss_is_nan", "IsNaN", "", {kUpdateLoss}, {"update.loss_is_nan"});
   AddNode(graph, "update.loss_is_inf", "IsInf", "", {kUpdateLoss}, {"update.loss_is_inf"});
   AddNode(graph, "update.loss_non_finite", "Or", "", {"update.loss_is_nan", "update.loss_is_inf"},

@@ -14,7 +14,8 @@
 // "<name>.slot<k>.new". A set skip hands the weights and slots back unchanged. With
 // `in_place` (the trainer's choice: it feeds its own tensors and takes the outputs back)
 // the update ops write into the weight and slot tensors fed in, which come back as the
-// outputs: no fresh weights per step, half the memory traffic.
+// outputs, and the gradients fed in are unscaled where they are: no fresh weights or
+// unscaled gradients per step, half the memory traffic.
 #pragma once
 
 #include <onnx/onnx_pb.h>

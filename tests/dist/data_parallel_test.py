@@ -23,6 +23,9 @@
 6. Buckets all-reduced while the backward pass runs (the default) and after it
    (--no-dist-overlap) give the same weights bit for bit, with one and with two micro-batches
    per step.
+7. `--device cuda` under mpirun where no GPU is usable: every rank's error names the reason
+   and the job ends within a bounded wait (where a GPU is visible, nccl_train_test.py runs
+   the GPU checks instead).
 
     data_parallel_test.py --cli BUILD/bin/onnx-amp --models models --work DIR"""
 import argparse
@@ -413,6 +416,22 @@ def overlap_changes_no_bit(cli, work, data):
               f"2 ranks, {accumulation} micro-batch(es): all-reduce beside the backward pass == after it, bit for bit")
 
 
+# ---- 7. --device cuda without a GPU -------------------------------------------------------
+
+def cuda_without_gpu(cli, work, data):
+    probe = cli.run(0, data, "--device", "cuda", "--max-steps", "1", "--eval-limit", "1")
+    if probe.returncode == 0:
+        print("skip  --device cuda without a GPU: a GPU is visible here (nccl_train_test.py covers it)")
+        return
+    start = time.monotonic()
+    done = cli.run(2, data, "--device", "cuda", "--batch-size", "32", "--max-steps", "2", timeout=60)
+    seconds = time.monotonic() - start
+    reasons = ("no CUDA device is visible to rank", "built without CUDA support", "--device cuda")
+    check(done.returncode != 0 and any(reason in done.stdout for reason in reasons) and "rank " in done.stdout,
+          f"mpirun -np 2 --device cuda without a GPU: exit {done.returncode} after {seconds:.1f} s, "
+          f"the rank's error names the reason\n{done.stdout[-800:]}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cli", required=True)
@@ -440,6 +459,7 @@ def main():
     stopped_rank(cli, args.work, data)
     resume_and_single_rank(cli, args.work, data)
     overlap_changes_no_bit(cli, args.work, data)
+    cuda_without_gpu(cli, args.work, data)
     print(f"{len(failures)} failed" if failures else "all data-parallel checks passed")
     return 1 if failures else 0
 

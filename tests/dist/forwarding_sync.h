@@ -1,18 +1,19 @@
-// A ReplicaSync that forwards every call to a GradientSync: the base of test syncs that
-// watch or alter what one or two calls see and leave the rest to the real one.
+// A ReplicaSync that forwards every call to another (a GradientSync, a DeviceGradientSync):
+// the base of test syncs that watch or alter what one or two calls see and leave the rest
+// to the real one.
 #pragma once
 
 #include <span>
 #include <string_view>
 #include <vector>
 
-#include "runtime/dist/gradient_sync.h"
+#include "runtime/train/replica_sync.h"
 
 namespace onnx_amp::testing {
 
 class ForwardingSync : public ReplicaSync {
  public:
-  explicit ForwardingSync(GradientSync& inner) : inner_(inner) {}
+  explicit ForwardingSync(ReplicaSync& inner) : inner_(inner) {}
   int rank() const override { return inner_.rank(); }
   int ranks() const override { return inner_.ranks(); }
   void PlanGradients(std::span<const int64_t> elements, std::span<const size_t> order) override {
@@ -34,7 +35,7 @@ class ForwardingSync : public ReplicaSync {
   }
 
  protected:
-  GradientSync& inner_;
+  ReplicaSync& inner_;
 };
 
 }  // namespace onnx_amp::testing

@@ -90,18 +90,21 @@ TEST(BackwardPass, ReportsEveryGradientWhenFinalLastLayerFirst) {
 // pass ended (SumGradients is called after the training graph's run).
 class RecordingSync final : public ForwardingSync {
  public:
-  using ForwardingSync::ForwardingSync;
+  explicit RecordingSync(GradientSync& inner) : ForwardingSync(inner), sync_(inner) {}
   Status GradientReady(size_t index, const Tensor& gradient, int64_t step) override {
     ++reports;
     return inner_.GradientReady(index, gradient, step);
   }
   Status SumGradients(std::vector<Tensor>& gradients, double& loss_sum, int64_t step) override {
-    started_before_sum.push_back(inner_.buckets_started());
+    started_before_sum.push_back(sync_.buckets_started());
     return inner_.SumGradients(gradients, loss_sum, step);
   }
 
   int64_t reports = 0;
   std::vector<size_t> started_before_sum;  // per step
+
+ private:
+  GradientSync& sync_;
 };
 
 struct TwoRankRun {

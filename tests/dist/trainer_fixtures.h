@@ -1,6 +1,6 @@
 // The trainer the data-parallel tests join over in-process ranks: the bundled MLP
-// (models/mlp_u64.onnx: 784-64-64-10) converted to mixed_float16, Adam, one thread, and
-// random batches of 16 samples.
+// (models/mlp_u64.onnx: 784-64-64-10) converted to mixed_float16, Adam, one thread, on the
+// CPU or on a device, and random batches of 16 samples.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,12 +13,13 @@
 
 namespace onnx_amp::testing {
 
-inline std::unique_ptr<Trainer> MixedFloat16Trainer() {
+inline std::unique_ptr<Trainer> MixedFloat16Trainer(Device* device = nullptr) {
   Expected<TrainingGraph> graph = MlpTrainingGraph(PolicyKind::kMixedFloat16);
   EXPECT_TRUE(graph.ok()) << graph.status().message();
   TrainerConfig config;
   config.optimizer.kind = OptimizerKind::kAdam;
   config.num_threads = 1;
+  config.device = device;
   Expected<std::unique_ptr<Trainer>> trainer = Trainer::Create(std::move(*graph), config);
   EXPECT_TRUE(trainer.ok()) << trainer.status().message();
   return std::move(*trainer);

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <tuple>
 
 #include "converter/convert_model.h"
 #include "runtime/core/float16.h"
@@ -232,8 +233,9 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"conv_net", PolicyKind::kMixedFloat16, {{"Conv+Relu", 1}, {"Conv+Clip", 1}, {"Conv+LeakyRelu", 1}, {"MatMul+Relu", 1}}},
         Case{"conv_net", PolicyKind::kMixedBFloat16, {{"Conv+Relu", 1}, {"Conv+Clip", 1}, {"Conv+LeakyRelu", 1}, {"MatMul+Relu", 1}}},
         Case{"mlp_u64.onnx", PolicyKind::kFloat32, {{"Gemm+Relu", 2}}},
-        Case{"mlp_u64.onnx", PolicyKind::kMixedFloat16, {{"Gemm+Relu", 2}}},
-        Case{"mlp_u64.onnx", PolicyKind::kMixedBFloat16, {{"Gemm+Relu", 2}}}),
+        // The logits' Cast to float32 folds into their Gemm.
+        Case{"mlp_u64.onnx", PolicyKind::kMixedFloat16, {{"Gemm+Relu", 2}, {"Gemm+Cast", 1}}},
+        Case{"mlp_u64.onnx", PolicyKind::kMixedBFloat16, {{"Gemm+Relu", 2}, {"Gemm+Cast", 1}}}),
     // The bundled CNN and ResNet block fold BatchNormalization into their Convs, which
     // moves roundings: plan_rewrite_test.cc compares them within the dtype's tolerance.
     [](const ::testing::TestParamInfo<Case>& info) {
@@ -337,6 +339,66 @@ TEST(FusionPlanTest, Float16GemmReluKeepsTheRoundedSignedZero) {
     EXPECT_EQ(bits[0], 0x8000) << "optimize " << optimize;  // -0
     EXPECT_EQ(bits[1], 0x0400) << "optimize " << optimize;  // 2^-14, the smallest normal
     EXPECT_EQ(bits[2], 0x0000) << "optimize " << optimize;  // +0
+  }
+}
+
+// a [1, 2] @ b [2, 1] in float16 / bfloat16 followed by a Cast to float32, with the sum
+// 1 + 3u/4 (u the dtype's unit in the last place at 1): float32 holds it exactly, the
+// low-precision result rounds it to 1 + u. The folded Cast must give the rounded value.
+onnx::ModelProto GemmCastModel(onnx::TensorProto::DataType low, bool second_reader) {
+  onnx::GraphProto graph;
+  graph.set_name("gemm_cast");
+  onnx::ValueInfoProto a = FloatValue("a", {1, 2});
+  a.mutable_type()->mutable_tensor_type()->set_elem_type(low);
+  *graph.add_input() = a;
+  *graph.add_input() = a;
+  graph.mutable_input(1)->set_name("b");
+  graph.mutable_input(1)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)->set_dim_value(2);
+  graph.mutable_input(1)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)->set_dim_value(1);
+  Node(graph, "MatMul", {"a", "b"}, "product");
+  IntAttr(*Node(graph, "Cast", {"product"}, "y"), "to", onnx::TensorProto::FLOAT);
+  *graph.add_output() = FloatValue("y", {1, 1});
+  if (second_reader) {
+    Node(graph, "Neg", {"product"}, "negated");
+    onnx::ValueInfoProto negated = FloatValue("negated", {1, 1});
+    negated.mutable_type()->mutable_tensor_type()->set_elem_type(low);
+    *graph.add_output() = negated;
+  }
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(17);
+  *model.mutable_graph() = graph;
+  return model;
+}
+
+TEST(FusionPlanTest, CastToFloat32FoldsIntoMatMulAndKeepsTheRounding) {
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {
+    const bool half = dtype == DType::kFloat16;
+    const float ulp = half ? 0x1p-10f : 0x1p-7f;
+    const float a_values[] = {1.0f, 0.75f * ulp}, b_values[] = {1.0f, 1.0f};
+    std::map<std::string, Tensor> feeds;
+    for (const auto& [name, values, shape] : {std::tuple{"a", a_values, Shape{1, 2}}, std::tuple{"b", b_values, Shape{2, 1}}}) {
+      Tensor tensor = Tensor::Empty(dtype, shape);
+      for (int i = 0; i < 2; ++i) {
+        if (half) tensor.data<Float16>()[i] = Float16::FromFloat(values[i]);
+        else tensor.data<BFloat16>()[i] = BFloat16::FromFloat(values[i]);
+      }
+      feeds[name] = tensor;
+    }
+    const auto low = half ? onnx::TensorProto::FLOAT16 : onnx::TensorProto::BFLOAT16;
+    for (bool second_reader : {false, true}) {
+      for (bool optimize : {false, true}) {
+        std::unique_ptr<Executor> executor = Make(GemmCastModel(low, second_reader), optimize);
+        ASSERT_TRUE(executor);
+        const RunResult result = RunOk(*executor, feeds);
+        const std::string label = std::string(DTypeName(dtype)) + (second_reader ? ", product read twice" : "") +
+                                  (optimize ? ", fused" : ", plain");
+        // A second reader needs the low-precision product itself: no fold then.
+        EXPECT_EQ(Calls(result, "MatMul+Cast"), optimize && !second_reader ? 1 : 0) << label;
+        ASSERT_EQ(result.outputs[0].tensor.dtype(), DType::kFloat32) << label;
+        EXPECT_EQ(*result.outputs[0].tensor.data<float>(), 1.0f + ulp) << label;
+      }
+    }
   }
 }
 

@@ -275,6 +275,23 @@ TEST(UpdateOps, UnscaleAndCheckNamesTheFirstNonFiniteGradient) {
   }
 }
 
+// With in_place the gradients fed in are unscaled where they are and come back as the
+// outputs: the same numbers as fresh outputs, no new buffers.
+TEST(UpdateOps, UnscaleAndCheckInPlaceWritesTheGradientsFedIn) {
+  const Tensor original = Random(18, -60000.0f, 60000.0f);
+  Tensor a = Tensor::Empty(DType::kFloat32, original.shape());
+  std::memcpy(a.raw_data(), original.raw_data(), original.bytes());
+  Expected<RunResult> run = RunNode("UnscaleAndCheck", {{"scale", Scalar(3.0f)}, {"a", a}},
+                                    {"found_inf", "first", "a2"}, {Int("in_place", 1)});
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_FALSE(*run->outputs[0].tensor.data<bool>());
+  EXPECT_EQ(run->outputs[2].tensor.raw_data(), a.raw_data());
+  const float inv = static_cast<float>(1.0 / 3.0);
+  for (int64_t i = 0; i < a.num_elements(); ++i) {
+    ASSERT_EQ(a.data<float>()[i], original.data<float>()[i] * inv) << i;
+  }
+}
+
 TEST(UpdateOps, GlobalNormClipTakesTheMeanThenClips) {
   Tensor a = Tensor::Empty(DType::kFloat32, {1});
   Tensor b = Tensor::Empty(DType::kFloat32, {1});

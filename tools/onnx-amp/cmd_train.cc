@@ -6,7 +6,7 @@
 // micro-batch, then the update graph (trainer.h). Progress goes to stderr, a summary per
 // epoch to stdout, one JSON line per step to --metrics; checkpoints are written
 // atomically and --resume continues bit-identically. Under mpirun each process is one
-// data-parallel rank (train_distributed.h).
+// data-parallel rank (train_distributed.h), on the CPU or on its own GPU.
 #include <unistd.h>
 
 #include <cmath>
@@ -178,11 +178,14 @@ Status TrainRank(const TrainOptions& options, DistributedTraining* distributed) 
   Expected<TrainingGraph> graph = TrainingGraphFor(model, policy, loss);
   if (!graph.ok()) return graph.status().WithContext(options.model);
   ONNX_AMP_ASSIGN_OR_RETURN(TrainerConfig config, MakeTrainerConfig(options, policy, plan.total_steps));
-  ONNX_AMP_ASSIGN_OR_RETURN(const std::unique_ptr<Device> device, OpenDevice(options.device));
-  if (device != nullptr && ranks > 1) {
-    return InvalidArgument("--device " + options.device.device + ": data-parallel training under mpirun runs on the CPU");
+  // Under mpirun the rank owns its device (its own GPU), else this run does.
+  std::unique_ptr<Device> device;
+  if (distributed != nullptr) {
+    ONNX_AMP_ASSIGN_OR_RETURN(config.device, distributed->OpenDevice(options.device));
+  } else {
+    ONNX_AMP_ASSIGN_OR_RETURN(device, OpenDevice(options.device));
+    config.device = device.get();
   }
-  config.device = device.get();
   if (distributed != nullptr && options.threads == 0) config.num_threads = distributed->DefaultThreads();
   ONNX_AMP_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(std::move(*graph), config));
   if (distributed != nullptr) {

@@ -14,7 +14,7 @@ void AddDeviceFlags(CLI::App& command, DeviceFlags& flags) {
                    "With --device cuda: float32 GEMMs and convolutions on TF32 Tensor Cores (10-bit mantissa products)");
 }
 
-Expected<std::unique_ptr<Device>> OpenDevice(const DeviceFlags& flags) {
+Expected<std::unique_ptr<Device>> OpenDevice(const DeviceFlags& flags, int ordinal) {
   if (flags.device == "cpu") {
     if (flags.allow_tf32) return InvalidArgument("--allow-tf32 needs --device cuda");
     return std::unique_ptr<Device>();
@@ -24,10 +24,11 @@ Expected<std::unique_ptr<Device>> OpenDevice(const DeviceFlags& flags) {
   // The CUDA libraries are mapped from here on, and only in processes that get here.
   Expected<const CudaBackend*> backend = LoadCudaBackend();
   if (!backend.ok()) return backend.status().WithContext("--device cuda");
-  Expected<std::unique_ptr<Device>> device = (*backend)->open_device(0, flags.allow_tf32);
+  Expected<std::unique_ptr<Device>> device = (*backend)->open_device(ordinal, flags.allow_tf32);
   if (!device.ok()) return device.status().WithContext("--device cuda");
   return device;
 #else
+  (void)ordinal;
   return Unsupported("--device cuda: this onnx-amp was built without CUDA support (no nvcc at build time)");
 #endif
 }

@@ -21,8 +21,9 @@ struct DeviceFlags {
 
 void AddDeviceFlags(CLI::App& command, DeviceFlags& flags);
 
-// nullptr for --device cpu; the opened device for cuda.
-Expected<std::unique_ptr<Device>> OpenDevice(const DeviceFlags& flags);
+// nullptr for --device cpu; for cuda, GPU `ordinal` opened (a data-parallel rank picks its
+// own, train_distributed.h; every other run takes GPU 0).
+Expected<std::unique_ptr<Device>> OpenDevice(const DeviceFlags& flags, int ordinal = 0);
 
 // The libraries behind --device cuda, for --version: "CUDA runtime ..., cuBLASLt ...,
 // cuDNN ... (built with ...)" from the CUDA backend, which this loads; where it cannot be

@@ -1,0 +1,85 @@
+#include "runtime/executor/plan_fusion.h"
+
+#include <onnx/onnx_pb.h>
+
+#include "runtime/core/onnx_domain.h"
+#include "runtime/graph/graph_view.h"
+
+namespace onnx_amp {
+
+SlotUses CountSlotUses(const GraphPlan& plan, const std::vector<std::vector<int>>& outer_reads) {
+  SlotUses uses{std::vector<int>(plan.slot_names.size(), 0), std::vector<int>(plan.slot_names.size(), -1)};
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    for (int slot : plan.steps[s].inputs) {
+      if (slot >= 0) ++uses.readers[slot];
+    }
+    for (int slot : outer_reads[s]) ++uses.readers[slot];
+    for (int slot : plan.steps[s].outputs) {
+      if (slot >= 0) uses.producer[slot] = static_cast<int>(s);
+    }
+  }
+  for (int slot : plan.output_slots) ++uses.readers[slot];
+  return uses;
+}
+
+int FoldableProducer(const GraphPlan& plan, const SlotUses& uses, const std::vector<bool>& keep, int value) {
+  if (value < 0 || plan.slot_kinds[value] != SlotKind::kNodeOutput || uses.readers[value] != 1 || keep[value]) return -1;
+  const int source = uses.producer[value];
+  if (source < 0) return -1;
+  const PlanStep& step = plan.steps[source];
+  return !step.outputs.empty() && step.outputs[0] == value ? source : -1;
+}
+
+namespace {
+
+// Whether `step` is a Cast to float32 (ai.onnx, one input, one output).
+bool CastsToFloat32(const PlanStep& step) {
+  const onnx::NodeProto& node = *step.node;
+  if (node.op_type() != "Cast" || !IsOnnxDomain(node.domain()) || step.inputs.size() != 1 || step.outputs.size() != 1) {
+    return false;
+  }
+  for (const onnx::AttributeProto& attribute : node.attribute()) {
+    if (attribute.name() == "to") return attribute.i() == onnx::TensorProto::FLOAT;
+  }
+  return false;
+}
+
+}  // namespace
+
+void FuseWideningCasts(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& keep) {
+  const SlotUses uses = CountSlotUses(plan, outer_reads);
+  std::vector<bool> folded(plan.steps.size(), false);
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const PlanStep& cast = plan.steps[s];
+    if (!cast.subgraphs.empty() || cast.outputs.empty() || cast.outputs[0] < 0 || !CastsToFloat32(cast)) continue;
+    const int value = cast.inputs[0];
+    const int source_index = FoldableProducer(plan, uses, keep, value);
+    if (source_index < 0) continue;
+    PlanStep& source = plan.steps[source_index];
+    if (!source.kernel || !source.kernel->fuses_widening_cast || source.widened_output ||
+        source.activation.kind != FusedActivationKind::kNone || !IsLowPrecision(plan.view->ValueType(plan.slot_names[value]))) {
+      continue;
+    }
+    source.widened_output = true;
+    source.outputs[0] = cast.outputs[0];
+    source.op_label += "+Cast";
+    folded[s] = true;
+  }
+  RemoveFoldedSteps(plan, outer_reads, folded);
+}
+
+void RemoveFoldedSteps(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& folded) {
+  size_t kept = 0;
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    if (folded[s]) continue;
+    if (kept != s) {
+      plan.steps[kept] = std::move(plan.steps[s]);
+      outer_reads[kept] = std::move(outer_reads[s]);
+    }
+    ++kept;
+  }
+  plan.steps.resize(kept);
+  outer_reads.resize(kept);
+}
+
+}  // namespace onnx_amp

@@ -1,0 +1,35 @@
+// Rewrites of a built plan that fold a node into the step producing its input, shared by
+// the plan builder's fusions: who reads and who produces each slot, the widening-Cast
+// fold, and the removal of folded steps.
+#pragma once
+
+#include <vector>
+
+#include "runtime/executor/execution_plan.h"
+
+namespace onnx_amp {
+
+// Per slot: how many steps, bodies and graph outputs read it, and the step producing it
+// (-1 for slots no step produces). `outer_reads` holds each step's outer-scope reads.
+struct SlotUses {
+  std::vector<int> readers;
+  std::vector<int> producer;
+};
+SlotUses CountSlotUses(const GraphPlan& plan, const std::vector<std::vector<int>>& outer_reads);
+
+// Whether `value` may disappear into its producer: a node output, read once (by the step
+// being folded), not kept observable, and output 0 of its producer. Returns the producer's
+// index or -1.
+int FoldableProducer(const GraphPlan& plan, const SlotUses& uses, const std::vector<bool>& keep, int value);
+
+// Folds each Cast to float32 whose input is a float16 or bfloat16 output 0 of a step whose
+// kernel widens its output (KernelDef::fuses_widening_cast) and that has no activation
+// folded in, into that step: the step then stores float32 values rounded to float16 or
+// bfloat16, the same numbers the Cast would give, without the low-precision tensor (its
+// memory and a pass over it). Must run after the activation fold.
+void FuseWideningCasts(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& keep);
+
+// Drops the steps marked in `folded`, keeping `outer_reads` parallel to plan.steps.
+void RemoveFoldedSteps(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& folded);
+
+}  // namespace onnx_amp
