@@ -174,6 +174,10 @@ def inference_rows(tools, models, args):
             samples = {key: [] for key in started}
             for _ in range(args.runs):
                 for key, worker in started.items():
+                    # The previous worker's threads spin for a while after its run
+                    # (libgomp's and ONNX Runtime's pools both do); let them go idle so
+                    # they do not take the cores from the run being timed.
+                    time.sleep(args.settle_ms / 1000)
                     samples[key].append(worker.time_run())
             for worker in started.values():
                 worker.close()
@@ -213,6 +217,8 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=12, help="steps per training process (batch 8192: half)")
     parser.add_argument("--warmup", type=int, default=2, help="first steps of each process left out")
     parser.add_argument("--runs", type=int, default=20, help="timed inference runs per configuration")
+    parser.add_argument("--settle-ms", type=float, default=50,
+                        help="pause before each timed inference run, while the other workers' threads go idle")
     parser.add_argument("--infer-batches", type=int, nargs="+", default=[1, 32])
     parser.add_argument("--only", choices=("train", "infer"), help="run one half")
     parser.add_argument("--train-cases", nargs="+", default=["mlp:1024", "mlp:8192", "cnn:256"],

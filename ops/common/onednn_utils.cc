@@ -79,8 +79,17 @@ void AddRelayout(Primitive& primitive, int arg, bool output, const dnnl::memory:
   primitive.relayouts.push_back(Relayout{arg, output, plain, inner, dnnl::reorder(pd)});
 }
 
+void SetInitialOutput(Primitive& primitive, int arg, const dnnl::memory::desc& source, const dnnl::memory::desc& inner) {
+  const dnnl::engine& engine = CpuEngine();
+  dnnl::primitive_attr attr;
+  PrepareAttr(attr);
+  const dnnl::reorder::primitive_desc pd(engine, source, engine, inner, attr);
+  primitive.scratchpad_bytes = std::max(primitive.scratchpad_bytes, pd.scratchpad_desc().get_size());
+  primitive.initial_output = InitialOutput{arg, source, dnnl::reorder(pd)};
+}
+
 Status Execute(const Primitive& primitive,
-               const std::unordered_map<int, std::pair<dnnl::memory::desc, const void*>>& args) {
+               const std::unordered_map<int, std::pair<dnnl::memory::desc, const void*>>& args, const void* initial) {
   thread_local std::vector<char> scratchpad;
   thread_local std::vector<std::vector<char>> relayout_buffers;
   try {
@@ -121,6 +130,15 @@ Status Execute(const Primitive& primitive,
         run_reorder(relayout, it->second, inner);
       }
       it->second = inner;
+    }
+    if (primitive.initial_output) {
+      if (initial == nullptr) return InternalError("the primitive accumulates into an output given no start");
+      const InitialOutput& start = *primitive.initial_output;
+      const dnnl::memory source(start.source_md, engine, const_cast<void*>(initial));
+      std::unordered_map<int, dnnl::memory> reorder_args{{DNNL_ARG_FROM, source},
+                                                         {DNNL_ARG_TO, memories.at(start.arg)}};
+      if (scratch) reorder_args.emplace(DNNL_ARG_SCRATCHPAD, scratch);
+      start.reorder.execute(stream, reorder_args);
     }
     primitive.primitive.execute(stream, memories);
     for (const auto& [relayout, plain] : outputs) {

@@ -38,6 +38,15 @@ struct Relayout {
   dnnl::reorder reorder;  // plain -> inner for an input, inner -> plain for an output
 };
 
+// The starting contents of an output the primitive accumulates into (a sum post-op): a
+// reorder from the caller's tensor (any dtype and layout) into the memory the primitive
+// writes, run before it.
+struct InitialOutput {
+  int arg = 0;
+  dnnl::memory::desc source_md;
+  dnnl::reorder reorder;
+};
+
 // A primitive with its scratchpad size. Primitives are built with a user-managed
 // scratchpad, so one cached primitive can run on several threads at once (each call
 // brings its own scratch memory).
@@ -47,12 +56,17 @@ struct Primitive {
   dnnl::memory::desc weights_md;  // the layout the primitive reads its weights in
   int threads = 1;                // built for and run on this many threads
   std::vector<Relayout> relayouts;
+  std::optional<InitialOutput> initial_output;
 };
 
 // Records that `primitive` takes argument `arg` as `inner` while callers pass `plain`
 // (nothing when the two are the same layout).
 void AddRelayout(Primitive& primitive, int arg, bool output, const dnnl::memory::desc& plain,
                  const dnnl::memory::desc& inner);
+
+// Records that `primitive` starts output `arg` (in its own layout `inner`) from a caller's
+// tensor described by `source` (Execute's `initial` argument).
+void SetInitialOutput(Primitive& primitive, int arg, const dnnl::memory::desc& source, const dnnl::memory::desc& inner);
 
 // One node's constant weights, reordered once per primitive into the layout that
 // primitive prefers (format_tag::any), so later runs skip the reorder (and, for
@@ -117,13 +131,15 @@ bool IsOptimized(const dnnl::primitive_desc_base& primitive_desc);
 
 // Runs the primitive on this thread's stream with this thread's scratchpad and waits.
 // Memory objects are created here from (descriptor, pointer) pairs; an argument given
-// in its Relayout's plain layout goes through that reorder.
+// in its Relayout's plain layout goes through that reorder. `initial` is the data of the
+// primitive's InitialOutput, when it has one.
 Status Execute(const Primitive& primitive,
-               const std::unordered_map<int, std::pair<dnnl::memory::desc, const void*>>& args);
+               const std::unordered_map<int, std::pair<dnnl::memory::desc, const void*>>& args,
+               const void* initial = nullptr);
 
 template <typename PrimitiveType, typename PrimitiveDesc>
 Primitive MakePrimitive(const PrimitiveDesc& pd) {
-  return Primitive{PrimitiveType(pd), pd.scratchpad_desc().get_size(), pd.weights_desc(), 1, {}};
+  return Primitive{PrimitiveType(pd), pd.scratchpad_desc().get_size(), pd.weights_desc(), 1, {}, std::nullopt};
 }
 
 // A key fragment for dims ("2x3x4").

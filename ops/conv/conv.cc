@@ -4,8 +4,9 @@
 // operands, float32 accumulation and output) where the CPU has an optimised kernel;
 // float16 (and bfloat16 elsewhere) is widened exactly to float32. The float32 result
 // is rounded to the output dtype once. float64 runs a plain loop. Constant weights are
-// kept in the primitive's preferred layout from run to run; a fused activation runs as
-// fused_activation.h says.
+// kept in the primitive's preferred layout from run to run; a fused residual
+// (KernelContext::fused_addend) is added by a sum post-op before the activation, which
+// runs as fused_activation.h says.
 #include <string>
 
 #include "ops/common/float_compute.h"
@@ -34,10 +35,16 @@ std::string ConvKey(const ConvShape& s, dt operand_type, bool has_bias) {
          (has_bias ? "/bias" : "");
 }
 
-// Runs the convolution with `post_op`; bias (float32) may be null. Unsupported when
+dt DnnlType(DType dtype) {
+  if (dtype == DType::kBFloat16) return dt::bf16;
+  return dtype == DType::kFloat16 ? dt::f16 : dt::f32;
+}
+
+// Runs the convolution with `post_op`; bias (float32) and addend (Y's shape, any float
+// dtype but float64: a sum post-op before the activation) may be null. Unsupported when
 // bfloat16 has no optimised implementation here.
 Status RunDnnlConv(const ConvShape& s, dt operand_type, const void* x, const dnn::WeightsSource& w, const float* bias,
-                   const FusedActivation& post_op, float* y) {
+                   const Tensor* addend, const FusedActivation& post_op, float* y) {
   const WindowGeometry& g = s.window;
   dnnl::memory::dims x_dims{s.batch, s.in_channels}, y_dims{s.batch, s.out_channels}, w_dims;
   if (s.group > 1) w_dims = {s.group, s.out_channels / s.group, s.in_channels / s.group};
@@ -54,7 +61,8 @@ Status RunDnnlConv(const ConvShape& s, dt operand_type, const void* x, const dnn
   const auto b_md = dnn::PlainDesc({s.out_channels}, dt::f32);
   const auto y_md = dnn::PlainDesc(y_dims, dt::f32);
   const bool need_optimized = operand_type != dt::f32;
-  const std::string key = ConvKey(s, operand_type, bias != nullptr) + ActivationKey(post_op);
+  const std::string key = ConvKey(s, operand_type, bias != nullptr) + ActivationKey(post_op) +
+                          (addend ? "/sum" + std::to_string(static_cast<int>(addend->dtype())) : "");
   double multiply_adds = static_cast<double>(s.in_channels / s.group);
   for (const dnnl::memory::dim extent : y_dims) multiply_adds *= static_cast<double>(extent);
   for (const dnnl::memory::dim extent : g.kernel) multiply_adds *= static_cast<double>(extent);
@@ -78,6 +86,7 @@ Status RunDnnlConv(const ConvShape& s, dt operand_type, const void* x, const dnn
     dnnl::primitive_attr attr;
     dnn::PrepareAttr(attr);
     dnnl::post_ops ops;
+    if (addend != nullptr) ops.append_sum(1.0f);
     AppendActivationPostOp(post_op, ops);
     attr.set_post_ops(ops);
     const dnnl::convolution_forward::primitive_desc pd(desc, attr, dnn::CpuEngine());
@@ -86,6 +95,9 @@ Status RunDnnlConv(const ConvShape& s, dt operand_type, const void* x, const dnn
     dnn::AddRelayout(primitive, DNNL_ARG_SRC, false, x_md, pd.src_desc());
     dnn::AddRelayout(primitive, DNNL_ARG_WEIGHTS, false, w_md, pd.weights_desc());
     dnn::AddRelayout(primitive, DNNL_ARG_DST, true, y_md, pd.dst_desc());
+    if (addend != nullptr) {
+      dnn::SetInitialOutput(primitive, DNNL_ARG_DST, dnn::PlainDesc(y_dims, DnnlType(addend->dtype())), pd.dst_desc());
+    }
     return std::optional<dnn::Primitive>(std::move(primitive));
   }));
   if (!primitive) return Unsupported("no optimised oneDNN convolution for these operands");
@@ -93,7 +105,7 @@ Status RunDnnlConv(const ConvShape& s, dt operand_type, const void* x, const dnn
   std::unordered_map<int, std::pair<dnnl::memory::desc, const void*>> args{
       {DNNL_ARG_SRC, {x_md, x}}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, {y_md, y}}};
   if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, std::make_pair(b_md, bias));
-  return dnn::Execute(*primitive, args);
+  return dnn::Execute(*primitive, args, addend ? addend->raw_data() : nullptr);
 }
 
 // float64: direct loops.
@@ -171,8 +183,18 @@ Status ConvCpu(KernelContext& context) {
   if (x->num_elements() == 0) return context.Error(ErrorCode::kInvalidModel, "empty input with a non-empty output");
 
   const FusedActivation activation = context.fused_activation();
+  const Tensor* addend = context.fused_addend();
+  if (addend != nullptr && (addend->dtype() != dtype || addend->shape() != y_shape)) {
+    return context.Error(ErrorCode::kInvalidModel, "the residual added to the output is " +
+                                                       std::string(DTypeName(addend->dtype())) +
+                                                       ShapeToString(addend->shape()) + ", the output " +
+                                                       std::string(DTypeName(dtype)) + ShapeToString(y_shape));
+  }
   if (dtype == DType::kFloat64) {
     ReferenceConv(s, x->data<double>(), w->data<double>(), b ? b->data<double>() : nullptr, y->data<double>());
+    if (addend != nullptr) {
+      for (int64_t i = 0; i < y->num_elements(); ++i) y->data<double>()[i] += addend->data<double>()[i];
+    }
     ApplyActivation(activation, *y, context.threads());
     return Status::Ok();
   }
@@ -185,7 +207,7 @@ Status ConvCpu(KernelContext& context) {
   const dnn::WeightsSource w_source{[w_data] { return w_data; }, packed, w_data};
   if (dtype == DType::kFloat32) {
     const FusedActivation post_op = ExactPostOp(activation);
-    Status status = RunDnnlConv(s, dt::f32, x->raw_data(), w_source, bias_data, post_op, y->data<float>());
+    Status status = RunDnnlConv(s, dt::f32, x->raw_data(), w_source, bias_data, addend, post_op, y->data<float>());
     if (!status.ok()) return context.Error(status.code(), status.message());
     if (post_op.kind == FusedActivationKind::kNone) ApplyActivation(activation, *y, context.threads());
     return Status::Ok();
@@ -196,7 +218,7 @@ Status ConvCpu(KernelContext& context) {
   float* y_f32 = y_wide.data<float>();
   Status status = Unsupported("float16 runs on float32 operands");
   if (dtype == DType::kBFloat16) {
-    status = RunDnnlConv(s, dt::bf16, x->raw_data(), w_source, bias_data, FusedActivation{}, y_f32);
+    status = RunDnnlConv(s, dt::bf16, x->raw_data(), w_source, bias_data, addend, FusedActivation{}, y_f32);
   }
   if (status.code() == ErrorCode::kUnsupported) {
     // Widening to float32 is exact: the same products, accumulated in float32. Packed
@@ -212,7 +234,7 @@ Status ConvCpu(KernelContext& context) {
       w_f32 = ToFloat32(*w);
       return static_cast<const void*>(w_f32.data());
     };
-    status = RunDnnlConv(s, dt::f32, x_f32, widened, bias_data, FusedActivation{}, y_f32);
+    status = RunDnnlConv(s, dt::f32, x_f32, widened, bias_data, addend, FusedActivation{}, y_f32);
   }
   if (!status.ok()) return context.Error(status.code(), status.message());
   StoreWithActivation(y_f32, *y, activation, context.threads());

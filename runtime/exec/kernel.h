@@ -77,6 +77,9 @@ class KernelContext {
   // The activation fused into this node (kind kNone when none); set only for kernels
   // registered with KernelDef::fuses_activation.
   virtual FusedActivation fused_activation() const { return {}; }
+  // A tensor of output 0's dtype and shape added to the result before the fused
+  // activation (a residual Add folded into the CPU Conv); nullptr when none.
+  virtual const Tensor* fused_addend() const { return nullptr; }
   // Whether output 0 is stored as float32 holding the values rounded to the node's
   // float16/bfloat16 result (a Cast to float32 folded in); set only for kernels
   // registered with KernelDef::fuses_widening_cast.

@@ -11,6 +11,7 @@
 #include "runtime/core/onnx_domain.h"
 #include "runtime/executor/device_placement.h"
 #include "runtime/executor/plan_fusion.h"
+#include "runtime/executor/plan_rewrites.h"
 #include "runtime/graph/graph_view.h"
 #include "runtime/io/tensor_proto.h"
 
@@ -182,6 +183,8 @@ class PlanBuilder {
           if (slot >= 0) keep[slot] = true;
         }
       }
+      FoldBatchNormIntoConv(*plan, outer_reads, keep);
+      FuseConvAdd(*plan, outer_reads, keep);
       FuseActivations(*plan, outer_reads, keep);
       FuseWideningCasts(*plan, outer_reads, keep);
     }

@@ -4,7 +4,8 @@
 // LeakyRelu or Clip that alone reads the output of a Conv/Gemm/MatMul is folded into
 // that step (its kernel applies the activation), and so is a Cast to float32 of a
 // Gemm/MatMul's float16 or bfloat16 output (plan_fusion.h), unless the value between
-// them must stay observable.
+// them must stay observable; before those, an inference BatchNormalization after a Conv
+// is folded into the Conv's weights and a residual Add into the Conv (plan_rewrites.h).
 #pragma once
 
 #include <memory>
@@ -38,6 +39,7 @@ struct PlanStep {
   int opset = 0;
   std::string op_label;         // the op type, or "Conv+Relu" for a fused step
   FusedActivation activation;   // folded in from the node that read output 0
+  int addend_input = -1;        // input added to output 0 before the activation (Conv+Add)
   // A Cast to float32 folded in (plan_fusion.h): output 0 is stored as float32.
   bool widened_output = false;
   // The kernel's state across runs (prepacked weights); a cache, hence mutable.

@@ -168,6 +168,7 @@ class NodeContext final : public KernelContext {
   ThreadPool& threads() override { return *state_.threads; }
 
   FusedActivation fused_activation() const override { return step_.activation; }
+  const Tensor* fused_addend() const override { return input(step_.addend_input); }
   bool widens_output() const override { return step_.widened_output; }
   bool input_is_constant(int index) const override {
     if (index < 0 || index >= num_inputs() || step_.inputs[index] < 0) return false;

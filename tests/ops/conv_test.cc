@@ -7,7 +7,9 @@
 // sum |terms| + floor. Pools: max is exact (a stored input value); an average of n
 // taps has n - 1 float32 additions and a division, so |out - ref| <= u_low |ref| +
 // (1 + u_low)(n + 1) u32 1.01 (sum |x|) / n + floor.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <string>
@@ -343,6 +345,7 @@ const std::vector<PoolCase> kPoolCases = {
     {{1, 2, 8, 9}, {3, 2}, {2, 3}, {}, {1, 0, 1, 1}, "NOTSET", true},
     {{1, 2, 8, 9}, {3, 3}, {2, 2}, {}, {1, 1, 1, 1}, "NOTSET", true, true},
     {{1, 2, 9, 9}, {2, 2}, {1, 1}, {2, 2}, {}},
+    {{2, 3, 8, 34}, {2, 2}, {2, 2}, {}, {}},  // 2x2 windows tiling the input (the CNNs' max pool)
     {{1, 3, 10}, {4}, {3}, {}, {}, "SAME_UPPER"},
     {{1, 2, 7, 6}, {3, 3}, {2, 2}, {}, {}, "SAME_LOWER", false, true},
     {{1, 1, 5, 6, 5}, {2, 3, 2}, {2, 1, 2}, {}, {1, 1, 0, 0, 1, 1}, "NOTSET", false, true},
@@ -404,6 +407,33 @@ TEST(PoolTest, MaxPoolCeilModeAndIndicesMatchOnnxDocs) {
                     .Run();
   ASSERT_TRUE(column.ok());
   EXPECT_EQ(ToVector<int64_t>((*column)[1]), (std::vector<int64_t>{10, 14, 11, 15}));
+}
+
+// 2x2 windows, stride 2, tiling a 2x8 plane: the max keeps the first of equal values
+// (so the sign of a zero) and the first NaN in row-major tap order, whatever the window's
+// other values; windows of one plane: {+0,-0,-0,+0}, {-0,+0,+0,-0}, {1,NaN,-NaN,2},
+// {-1,-1,-3,-NaN} (top row then bottom row of each).
+TEST(PoolTest, MaxPool2x2KeepsFirstZeroAndFirstNaN) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float top[8] = {0.0f, -0.0f, -0.0f, 0.0f, 1.0f, nan, -1.0f, -1.0f};
+  const float bottom[8] = {-0.0f, 0.0f, 0.0f, -0.0f, -nan, 2.0f, -3.0f, -nan};
+  Tensor x = Tensor::Empty(DType::kFloat32, {1, 1, 2, 8});
+  std::copy(top, top + 8, x.data<float>());
+  std::copy(bottom, bottom + 8, x.data<float>() + 8);
+  auto out = SingleNode("MaxPool", 12)
+                 .Attr("kernel_shape", std::vector<int64_t>{2, 2})
+                 .Attr("strides", std::vector<int64_t>{2, 2})
+                 .Input(x)
+                 .Run();
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  const uint32_t* bits = (*out)[0].data<uint32_t>();
+  uint32_t nan_bits, minus_nan_bits;
+  std::memcpy(&nan_bits, &nan, 4);
+  minus_nan_bits = nan_bits | 0x80000000u;
+  EXPECT_EQ(bits[0], 0x00000000u);  // +0, the first of four equal zeros
+  EXPECT_EQ(bits[1], 0x80000000u);  // -0
+  EXPECT_EQ(bits[2], nan_bits);     // the first NaN, not -NaN after it
+  EXPECT_EQ(bits[3], minus_nan_bits);
 }
 
 TEST(PoolTest, AveragePoolPadsCountOnlyWhenAsked) {

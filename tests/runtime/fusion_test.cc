@@ -235,12 +235,9 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"mlp_u64.onnx", PolicyKind::kFloat32, {{"Gemm+Relu", 2}}},
         // The logits' Cast to float32 folds into their Gemm.
         Case{"mlp_u64.onnx", PolicyKind::kMixedFloat16, {{"Gemm+Relu", 2}, {"Gemm+Cast", 1}}},
-        Case{"mlp_u64.onnx", PolicyKind::kMixedBFloat16, {{"Gemm+Relu", 2}, {"Gemm+Cast", 1}}},
-        // Their Relus follow BatchNormalization, not the Conv: prepacking only.
-        Case{"cnn.onnx", PolicyKind::kFloat32, {}}, Case{"cnn.onnx", PolicyKind::kMixedFloat16, {}},
-        Case{"cnn.onnx", PolicyKind::kMixedBFloat16, {}}, Case{"resnet_block.onnx", PolicyKind::kFloat32, {}},
-        Case{"resnet_block.onnx", PolicyKind::kMixedFloat16, {}},
-        Case{"resnet_block.onnx", PolicyKind::kMixedBFloat16, {}}),
+        Case{"mlp_u64.onnx", PolicyKind::kMixedBFloat16, {{"Gemm+Relu", 2}, {"Gemm+Cast", 1}}}),
+    // The bundled CNN and ResNet block fold BatchNormalization into their Convs, which
+    // moves roundings: plan_rewrite_test.cc compares them within the dtype's tolerance.
     [](const ::testing::TestParamInfo<Case>& info) {
       std::string model = info.param.model;
       model = model.substr(0, model.find('.'));

@@ -1,0 +1,27 @@
+// Inference rewrites of an execution plan (execution_plan.h) that fold a node into the Conv
+// before it, applied when the plan is built with fusion on (before the activation fold of
+// plan_fusion.h), so a run makes fewer passes over each activation. Each rewrite leaves a value that must stay
+// observable (a graph output, a captured value, one read twice) as it is.
+#pragma once
+
+#include <vector>
+
+#include "runtime/executor/execution_plan.h"
+
+namespace onnx_amp {
+
+// Folds each inference-mode BatchNormalization that alone reads the output of a CPU Conv
+// into that Conv: with s = scale / sqrt(var + epsilon) per output channel, the Conv's
+// weights become W * s and its bias (B - mean) * s + bias, computed in double once, as
+// new initializers in W's dtype. Needs every BatchNormalization parameter and the Conv's
+// W and B constant. The folded step is labelled "Conv+BatchNormalization".
+void FoldBatchNormIntoConv(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& keep);
+
+// Folds each Add that alone reads the output of a CPU Conv into that Conv (its kernel adds
+// the other operand through a sum post-op, before any activation, which FuseActivations
+// may then fold too: "Conv+Add+Relu", the residual connection of a ResNet block). Needs
+// both operands' shapes equal in the graph's shape inference (no broadcasting) and the
+// other operand computed before the Conv runs.
+void FuseConvAdd(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& keep);
+
+}  // namespace onnx_amp
