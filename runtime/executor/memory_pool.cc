@@ -1,6 +1,16 @@
 #include "runtime/executor/memory_pool.h"
 
-#ifdef __GLIBC__
+// glibc's malloc_trim gives freed pages back to the system. Under AddressSanitizer, whose
+// allocator replaces glibc's, it would walk arenas that were never set up.
+#if defined(__SANITIZE_ADDRESS__)
+#define ONNX_AMP_ADDRESS_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ONNX_AMP_ADDRESS_SANITIZER 1
+#endif
+#endif
+#if defined(__GLIBC__) && !defined(ONNX_AMP_ADDRESS_SANITIZER)
+#define ONNX_AMP_TRIM_MALLOC 1
 #include <malloc.h>
 #endif
 
@@ -115,7 +125,7 @@ void MemoryPool::BuildArena(int64_t run_end) {
   }
   ArenaPlan plan = PlanArena(recorded_);
   ReleaseFreeBuffers();
-#ifdef __GLIBC__
+#ifdef ONNX_AMP_TRIM_MALLOC
   malloc_trim(0);  // the buffers' pages go back before the block maps its own
 #endif
   if (plan.block_bytes > limit_bytes_ - std::min(limit_bytes_, held_bytes_)) return;
