@@ -53,13 +53,12 @@ int SlotForRead(GraphPlan& plan, const std::string& name) {
 // The value of a scalar float32/float16/bfloat16 initializer as float (exact); nullopt
 // for anything else (float64 bounds compute in double and stay unfused).
 std::optional<float> ScalarInitializer(const GraphPlan& plan, int slot) {
-  if (plan.slot_kinds[slot] != SlotKind::kInitializer) return std::nullopt;
-  for (const auto& [init_slot, tensor] : plan.initializers) {
-    if (init_slot != slot || tensor.num_elements() != 1) continue;
-    switch (tensor.dtype()) {
-      case DType::kFloat32: return *tensor.data<float>();
-      case DType::kFloat16: return tensor.data<Float16>()->ToFloat();
-      case DType::kBFloat16: return tensor.data<BFloat16>()->ToFloat();
+  const Tensor* tensor = InitializerOf(plan, slot);
+  if (tensor != nullptr && tensor->num_elements() == 1) {
+    switch (tensor->dtype()) {
+      case DType::kFloat32: return *tensor->data<float>();
+      case DType::kFloat16: return tensor->data<Float16>()->ToFloat();
+      case DType::kBFloat16: return tensor->data<BFloat16>()->ToFloat();
       case DType::kUndefined:
       case DType::kUInt8:
       case DType::kInt8:

@@ -22,6 +22,14 @@ SlotUses CountSlotUses(const GraphPlan& plan, const std::vector<std::vector<int>
   return uses;
 }
 
+const Tensor* InitializerOf(const GraphPlan& plan, int slot) {
+  if (slot < 0 || plan.slot_kinds[slot] != SlotKind::kInitializer) return nullptr;
+  for (const auto& [init_slot, tensor] : plan.initializers) {
+    if (init_slot == slot) return &tensor;
+  }
+  return nullptr;
+}
+
 int FoldableProducer(const GraphPlan& plan, const SlotUses& uses, const std::vector<bool>& keep, int value) {
   if (value < 0 || plan.slot_kinds[value] != SlotKind::kNodeOutput || uses.readers[value] != 1 || keep[value]) return -1;
   const int source = uses.producer[value];

@@ -1,6 +1,6 @@
 // Rewrites of a built plan that fold a node into the step producing its input, shared by
-// the plan builder's fusions: who reads and who produces each slot, the widening-Cast
-// fold, and the removal of folded steps.
+// the plan builder's fusions: who reads and who produces each slot, the constants behind
+// initializer slots, the widening-Cast fold, and the removal of folded steps.
 #pragma once
 
 #include <vector>
@@ -16,6 +16,9 @@ struct SlotUses {
   std::vector<int> producer;
 };
 SlotUses CountSlotUses(const GraphPlan& plan, const std::vector<std::vector<int>>& outer_reads);
+
+// The constant held by initializer `slot`; nullptr for slots of any other kind.
+const Tensor* InitializerOf(const GraphPlan& plan, int slot);
 
 // Whether `value` may disappear into its producer: a node output, read once (by the step
 // being folded), not kept observable, and output 0 of its producer. Returns the producer's

@@ -42,14 +42,6 @@ Tensor TensorOf(DType dtype, const Shape& shape, const std::vector<double>& valu
   return tensor;
 }
 
-const Tensor* InitializerOf(const GraphPlan& plan, int slot) {
-  if (slot < 0 || plan.slot_kinds[slot] != SlotKind::kInitializer) return nullptr;
-  for (const auto& [init_slot, tensor] : plan.initializers) {
-    if (init_slot == slot) return &tensor;
-  }
-  return nullptr;
-}
-
 bool IsCpuOp(const PlanStep& step, const char* op_type) {
   return step.device == DeviceKind::kCpu && step.subgraphs.empty() && step.node->op_type() == op_type &&
          IsOnnxDomain(step.node->domain());
