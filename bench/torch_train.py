@@ -38,13 +38,19 @@ def blas_info():
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", choices=("mlp", "cnn"), required=True)
+    parser.add_argument("--blas-only", action="store_true", help="print the BLAS line and exit")
+    parser.add_argument("--model", choices=("mlp", "cnn"))
     parser.add_argument("--units", type=int, default=4096, help="MLP hidden width")
-    parser.add_argument("--batch", type=int, required=True)
+    parser.add_argument("--batch", type=int)
     parser.add_argument("--steps", type=int, default=12)
-    parser.add_argument("--precision", choices=("float32", "bf16_autocast"), required=True)
+    parser.add_argument("--precision", choices=("float32", "bf16_autocast"))
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
+    if args.blas_only:
+        print(json.dumps(blas_info()), flush=True)
+        return 0
+    if args.model is None or args.batch is None or args.precision is None:
+        parser.error("--model, --batch and --precision are required")
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)

@@ -4,6 +4,7 @@
 #include <bit>
 #include <string>
 
+#include "ops/common/bf16_kernel_choice.h"
 #include "ops/common/float_compute.h"
 #include "ops/common/fused_activation.h"
 #include "ops/common/onednn_utils.h"
@@ -50,6 +51,11 @@ Status RunDnnlMatMul(const MatMulProblem& problem, dt operand_type, const void* 
                           (has_bias ? "/bias" : "") + (c.type == dt::f32 ? "" : "/low");
   double multiply_adds = static_cast<double>(problem.a_dims.back());
   for (const dnnl::memory::dim extent : problem.c_dims) multiply_adds *= static_cast<double>(extent);
+  if (operand_type == dt::bf16) {
+    double weight_elements = 1.0;
+    for (const dnnl::memory::dim extent : problem.b_dims) weight_elements *= static_cast<double>(extent);
+    if (!NativeBf16Pays(multiply_adds, weight_elements)) return Unsupported("float32 kernels outrun bfloat16 ones here");
+  }
   ONNX_AMP_ASSIGN_OR_RETURN(auto primitive, dnn::CachedPrimitive(key, multiply_adds, [&]() {
     dnnl::primitive_attr attr;
     dnn::PrepareAttr(attr);
@@ -231,8 +237,8 @@ Status ComputeMatMul(KernelContext& context, const MatMulProblem& problem, const
   const void* b_data = b.raw_data();
   const dnn::WeightsSource b_source{[b_data] { return b_data; }, packed, b_data};
   // float32 writes straight into the output (the activation as a post-op where that is
-  // exact, else in a pass over the output), and so does bfloat16 on a CPU with
-  // AVX512_BF16 without a full addend (oneDNN rounds, the activation then runs on the
+  // exact, else in a pass over the output), and so does bfloat16 where its native
+  // kernels pay without a full addend (oneDNN rounds, the activation then runs on the
   // rounded values as the separate node would). Otherwise C is a float32 work tensor,
   // rounded once at the end.
   if (dtype == DType::kFloat32) {

@@ -63,8 +63,9 @@ Expected<DType> MatMulOutputDType(const KernelContext& context, DType operands);
 // operands' dtype or MatMulOutputDType's float32, problem.c_dims elements): out = act(round(alpha * A @ B + bias + addend)), with
 // addend (problem.c_dims elements) used when problem.accumulate and act the fused
 // activation. float16/bfloat16 operands accumulate in float32 and are rounded once
-// (bfloat16 by oneDNN where the CPU has AVX512_BF16: its dot products and its rounding
-// flush float32 subnormals, as VDPBF16PS and VCVTNEPS2BF16 do); float64 runs the
+// (bfloat16 by oneDNN where its native kernels pay, bf16_kernel_choice.h: their dot
+// products and rounding flush float32 subnormals, as VDPBF16PS and VCVTNEPS2BF16 do;
+// elsewhere on exactly widened float32 operands); float64 runs the
 // reference loop. A float32 `out` for low-precision operands receives the rounded
 // values widened (the Cast folded in; the same numbers, but for bfloat16 results below
 // the smallest normal, which the widened path does not flush).

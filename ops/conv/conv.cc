@@ -1,7 +1,8 @@
 // Conv (1-D/2-D/3-D, groups incl. depthwise, dilations, pads, auto_pad, bias) through
 // oneDNN, NC[D]HW tensors reordered per call into the layouts its direct kernels choose
-// (see RunDnnlConv). float32 runs as is; bfloat16 runs natively (bf16
-// operands, float32 accumulation and output) where the CPU has an optimised kernel;
+// (see RunDnnlConv). float32 runs as is; bfloat16 runs natively (bf16 operands,
+// float32 accumulation and output) where the CPU has an optimised kernel that pays
+// (bf16_kernel_choice.h);
 // float16 (and bfloat16 elsewhere) is widened exactly to float32. The float32 result
 // is rounded to the output dtype once. float64 runs a plain loop. Constant weights are
 // kept in the primitive's preferred layout from run to run; a fused residual
@@ -9,6 +10,7 @@
 // runs as fused_activation.h says.
 #include <string>
 
+#include "ops/common/bf16_kernel_choice.h"
 #include "ops/common/float_compute.h"
 #include "ops/common/fused_activation.h"
 #include "ops/common/onednn_utils.h"
@@ -66,6 +68,11 @@ Status RunDnnlConv(const ConvShape& s, dt operand_type, const void* x, const dnn
   double multiply_adds = static_cast<double>(s.in_channels / s.group);
   for (const dnnl::memory::dim extent : y_dims) multiply_adds *= static_cast<double>(extent);
   for (const dnnl::memory::dim extent : g.kernel) multiply_adds *= static_cast<double>(extent);
+  if (operand_type == dt::bf16) {
+    double weight_elements = 1.0;
+    for (const dnnl::memory::dim extent : w_dims) weight_elements *= static_cast<double>(extent);
+    if (!NativeBf16Pays(multiply_adds, weight_elements)) return Unsupported("float32 kernels outrun bfloat16 ones here");
+  }
   ONNX_AMP_ASSIGN_OR_RETURN(auto primitive, dnn::CachedPrimitive(key, multiply_adds, [&]() {
     const dnnl::memory::dims strides(g.strides.begin(), g.strides.end());
     const dnnl::memory::dims pad_l(g.pads_begin.begin(), g.pads_begin.end());

@@ -2,12 +2,14 @@
 // backward-data, dW and dB together by backward-weights, each primitive cached by
 // problem like the forward Conv's, NC[D]HW tensors reordered per call into the layouts
 // oneDNN's direct kernels choose. float32 runs as is; bfloat16 runs natively where the
-// CPU has optimised kernels (bf16 operands, float32 accumulation and gradients); float16
-// (and bfloat16 elsewhere) is widened exactly to float32. Each gradient is computed in
+// CPU has optimised kernels that pay (bf16_kernel_choice.h: bf16 operands, float32
+// accumulation and gradients); float16 (and bfloat16 elsewhere) is widened exactly to
+// float32. Each gradient is computed in
 // float32 and rounded once to the dtype of dY.
 #include <algorithm>
 #include <string>
 
+#include "ops/common/bf16_kernel_choice.h"
 #include "ops/common/float_compute.h"
 #include "ops/common/onednn_utils.h"
 #include "ops/conv/conv_kernels.h"
@@ -216,9 +218,11 @@ Status ConvGradKernel(KernelContext& context) {
     return Status::Ok();
   }
   ConvProblem problem = DescribeProblem(n, channels, maps, group, g);
-  if (dtype == DType::kBFloat16) {
-    // bfloat16 operands run natively where the CPU has optimised kernels: the products
-    // are exact in float32 and accumulate in float32, as on widened operands.
+  double weight_elements = 1.0;
+  for (const dnnl::memory::dim extent : problem.w_dims) weight_elements *= static_cast<double>(extent);
+  if (dtype == DType::kBFloat16 && NativeBf16Pays(problem.multiply_adds, weight_elements)) {
+    // bfloat16 operands run natively where the CPU has optimised kernels that pay: the
+    // products are exact in float32 and accumulate in float32, as on widened operands.
     problem.operand = dt::bf16;
     Status status = Status::Ok();
     if (want_dx) status = BackwardData(problem, dy->raw_data(), w->raw_data(), dx.data);

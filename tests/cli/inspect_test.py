@@ -19,8 +19,8 @@ from onnx import TensorProto, helper, numpy_helper
 ARGS = None
 
 
-def run_cli(*arguments):
-    return subprocess.run([ARGS.cli, *arguments], capture_output=True, text=True, timeout=120)
+def run_cli(*arguments, env=None):
+    return subprocess.run([ARGS.cli, *arguments], capture_output=True, text=True, timeout=120, env=env)
 
 
 def bundled_models():
@@ -229,13 +229,26 @@ class UsageTest(unittest.TestCase):
         lines = result.stdout.strip().splitlines()
         cuda = "compiled in" if ARGS.cuda else "not compiled in"
         self.assertRegex(lines[0], r"^onnx-amp \d+\.\d+\.\d+ \(CUDA support: %s\)$" % cuda)
+        # The CPU's bfloat16 kernel choice (ops/common/bf16_kernel_choice.h).
+        self.assertRegex(lines[1], r"^CPU: bfloat16 products \(ONNX_AMP_BF16_KERNELS=(auto|native|float32)\): (native|float32) kernels")
         if ARGS.cuda:
             # The libraries loaded, then those the build was compiled against.
             version = r"\d+\.\d+(\.\d+)?"
-            self.assertRegex(lines[1], r"^CUDA runtime (%s|unavailable), cuBLASLt %s, cuDNN %s \(built with CUDA %s, "
+            self.assertRegex(lines[2], r"^CUDA runtime (%s|unavailable), cuBLASLt %s, cuDNN %s \(built with CUDA %s, "
                                        r"cuBLASLt %s, cuDNN %s\)$" % ((version,) * 6))
         else:
-            self.assertEqual(len(lines), 1)
+            self.assertEqual(len(lines), 2)
+
+    def test_version_names_a_forced_bfloat16_kernel_choice_and_rejects_others(self):
+        env = dict(os.environ, ONNX_AMP_BF16_KERNELS="float32")
+        result = run_cli("--version", env=env)
+        self.assertEqual(result.returncode, 0)
+        self.assertIn("CPU: bfloat16 products (ONNX_AMP_BF16_KERNELS=float32): float32 kernels on widened operands",
+                      result.stdout)
+        env["ONNX_AMP_BF16_KERNELS"] = "fast"
+        result = run_cli("--version", env=env)
+        self.assertEqual(result.returncode, 0)
+        self.assertIn("ONNX_AMP_BF16_KERNELS='fast' is not auto, native or float32; using auto", result.stderr)
 
     def test_unknown_flag(self):
         result = run_cli("inspect", "--no-such-flag", os.devnull)

@@ -168,6 +168,19 @@ TEST(ConvTest, BFloat16RoundsOnceFromFloat32Accumulation) {
   for (const ConvCase& c : kConvCases) CheckConv(DType::kBFloat16, c, seed += 3);
 }
 
+TEST(ConvTest, BFloat16NativeKernelsRoundOnce) {
+  ONNX_AMP_SKIP_WITHOUT_NATIVE_BF16();
+  const ScopedBf16Kernels native(Bf16Kernels::kNative);
+  uint32_t seed = 3100;
+  for (const ConvCase& c : kConvCases) CheckConv(DType::kBFloat16, c, seed += 3);
+}
+
+TEST(ConvTest, BFloat16Float32KernelsRoundOnce) {
+  const ScopedBf16Kernels float32(Bf16Kernels::kFloat32);
+  uint32_t seed = 3200;
+  for (const ConvCase& c : kConvCases) CheckConv(DType::kBFloat16, c, seed += 3);
+}
+
 TEST(ConvTest, Float64MatchesDoubleReference) {
   uint32_t seed = 4000;
   for (const ConvCase& c : kConvCases) {

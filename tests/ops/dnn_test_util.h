@@ -11,10 +11,28 @@
 
 #include <gtest/gtest.h>
 
+#include "ops/common/bf16_kernel_choice.h"
 #include "runtime/core/dtype.h"
 #include "tests/ops/single_node_harness.h"
 
 namespace onnx_amp::testing {
+
+// Forces the bfloat16 kernel choice (ops/common/bf16_kernel_choice.h) for a scope, so a
+// test runs the native and the float32-kernel paths whatever the CPU would pick.
+class ScopedBf16Kernels {
+ public:
+  explicit ScopedBf16Kernels(Bf16Kernels kernels) : previous_(SetBf16Kernels(kernels)) {}
+  ~ScopedBf16Kernels() { SetBf16Kernels(previous_); }
+  ScopedBf16Kernels(const ScopedBf16Kernels&) = delete;
+  ScopedBf16Kernels& operator=(const ScopedBf16Kernels&) = delete;
+
+ private:
+  Bf16Kernels previous_;
+};
+
+// Skips a test of oneDNN's native bfloat16 kernels where the CPU has no AVX512_BF16.
+#define ONNX_AMP_SKIP_WITHOUT_NATIVE_BF16()                                             \
+  if (::onnx_amp::Bf16DotSpeedup() == 0.0) GTEST_SKIP() << "this CPU has no AVX512_BF16"
 
 inline constexpr double kUnitF32 = 0x1p-24;
 

@@ -117,6 +117,19 @@ TEST(MatMulTest, BFloat16RoundsOnceFromFloat32Accumulation) {
   for (const auto& [a, b] : kMatMulShapes) CheckMatMul(DType::kBFloat16, a, b, seed += 2);
 }
 
+TEST(MatMulTest, BFloat16NativeKernelsRoundOnce) {
+  ONNX_AMP_SKIP_WITHOUT_NATIVE_BF16();
+  const ScopedBf16Kernels native(Bf16Kernels::kNative);
+  uint32_t seed = 220;
+  for (const auto& [a, b] : kMatMulShapes) CheckMatMul(DType::kBFloat16, a, b, seed += 2);
+}
+
+TEST(MatMulTest, BFloat16Float32KernelsRoundOnce) {
+  const ScopedBf16Kernels float32(Bf16Kernels::kFloat32);
+  uint32_t seed = 240;
+  for (const auto& [a, b] : kMatMulShapes) CheckMatMul(DType::kBFloat16, a, b, seed += 2);
+}
+
 TEST(MatMulTest, Float64MatchesDoubleReference) {
   uint32_t seed = 300;
   for (const auto& [a, b] : kMatMulShapes) {
@@ -240,10 +253,23 @@ TEST(GemmTest, BFloat16RoundsOnceFromFloat32Accumulation) {
   for (const GemmCase& g : kGemmCases) CheckGemm(DType::kBFloat16, g, seed += 3);
 }
 
+TEST(GemmTest, BFloat16NativeKernelsRoundOnce) {
+  ONNX_AMP_SKIP_WITHOUT_NATIVE_BF16();
+  const ScopedBf16Kernels native(Bf16Kernels::kNative);
+  uint32_t seed = 620;
+  for (const GemmCase& g : kGemmCases) CheckGemm(DType::kBFloat16, g, seed += 3);
+}
+
+TEST(GemmTest, BFloat16Float32KernelsRoundOnce) {
+  const ScopedBf16Kernels float32(Bf16Kernels::kFloat32);
+  uint32_t seed = 640;
+  for (const GemmCase& g : kGemmCases) CheckGemm(DType::kBFloat16, g, seed += 3);
+}
+
 // float16 operands whose float32 copies pass the 8 MiB panel (2100 x 1100 floats) are
 // widened a panel at a time: rows of A (plain and transposed), columns of B (plain and
 // transposed), with a bias row, a full C and alpha.
-TEST(GemmTest, Float16LargeOperandsWidenedInPanels) {
+TEST(GemmTest, LowPrecisionLargeOperandsWidenedInPanels) {
   const std::vector<GemmCase> cases = {
       {1100, 2100, 40, false, false, 1.0f, 1.0f, Shape{40}},
       {1100, 2100, 40, true, true, 1.0f, 1.0f, Shape{40}},
@@ -252,6 +278,9 @@ TEST(GemmTest, Float16LargeOperandsWidenedInPanels) {
   };
   uint32_t seed = 700;
   for (const GemmCase& g : cases) CheckGemm(DType::kFloat16, g, seed += 3);
+  // bfloat16 on float32 kernels takes the same panels.
+  const ScopedBf16Kernels float32(Bf16Kernels::kFloat32);
+  for (const GemmCase& g : cases) CheckGemm(DType::kBFloat16, g, seed += 3);
 }
 
 TEST(GemmTest, Float16BiasKeepsTheSumInFloat32) {

@@ -139,6 +139,19 @@ TEST(ConvGradTest, LowPrecisionMatchesDoubleReference) {
   }
 }
 
+TEST(ConvGradTest, BFloat16NativeKernelsMatchDoubleReference) {
+  ONNX_AMP_SKIP_WITHOUT_NATIVE_BF16();
+  const ScopedBf16Kernels native(Bf16Kernels::kNative);
+  uint32_t seed = 300;
+  for (const ConvGradCase& c : kConvGradCases) CheckConvGrad(c, DType::kBFloat16, seed += 3);
+}
+
+TEST(ConvGradTest, BFloat16Float32KernelsMatchDoubleReference) {
+  const ScopedBf16Kernels float32(Bf16Kernels::kFloat32);
+  uint32_t seed = 400;
+  for (const ConvGradCase& c : kConvGradCases) CheckConvGrad(c, DType::kBFloat16, seed += 3);
+}
+
 // MaxPoolGrad routes each dY to the first maximum of its window (NaN counts as the
 // maximum); values on a coarse grid make ties common. Each dX element sums the dY of
 // the windows that picked it.

@@ -11,20 +11,22 @@
 #include <exception>
 #include <string>
 
+#include "ops/common/bf16_kernel_choice.h"
 #include "tools/onnx-amp/cli_errors.h"
 #include "tools/onnx-amp/command.h"
 #include "tools/onnx-amp/device_flag.h"
 
 namespace {
 
-// The version, and with CUDA compiled in a second line with the CUDA runtime, cuBLASLt
-// and cuDNN versions loaded and built against.
+// The version, the CPU's bfloat16 kernel choice, and with CUDA compiled in a line with the
+// CUDA runtime, cuBLASLt and cuDNN versions loaded and built against.
 std::string VersionText() {
 #if ONNX_AMP_WITH_CUDA
-  return std::string("onnx-amp ") + ONNX_AMP_VERSION + " (CUDA support: compiled in)\n" +
-         onnx_amp::DeviceLibraryVersions();
+  return std::string("onnx-amp ") + ONNX_AMP_VERSION + " (CUDA support: compiled in)\nCPU: " +
+         onnx_amp::DescribeBf16Kernels() + "\n" + onnx_amp::DeviceLibraryVersions();
 #else
-  return std::string("onnx-amp ") + ONNX_AMP_VERSION + " (CUDA support: not compiled in)";
+  return std::string("onnx-amp ") + ONNX_AMP_VERSION + " (CUDA support: not compiled in)\nCPU: " +
+         onnx_amp::DescribeBf16Kernels();
 #endif
 }
 
