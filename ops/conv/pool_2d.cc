@@ -7,6 +7,10 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "ops/common/float_compute.h"
 #include "runtime/exec/thread_pool.h"
 
@@ -134,19 +138,75 @@ inline float TakeMax(float value, float result) {
   return take ? value : result;
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) void MaxOfPairs(const float* __restrict x, int64_t count,
-                                                                              float* __restrict pairs) {
+__attribute__((target_clones("avx2", "default"))) void MaxOfPairs(const float* __restrict x, int64_t count,
+                                                                   float* __restrict pairs) {
   for (int64_t i = 0; i < count; ++i) pairs[i] = TakeMax(x[2 * i + 1], x[2 * i]);
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) void MaxOfRowPairs(const float* __restrict pairs,
-                                                                                 int64_t rows, int64_t width,
-                                                                                 float* __restrict out) {
+__attribute__((target_clones("avx2", "default"))) void MaxOfRowPairs(const float* __restrict pairs, int64_t rows,
+                                                                     int64_t width, float* __restrict out) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* top = pairs + 2 * r * width;
     const float* bottom = top + width;
     for (int64_t i = 0; i < width; ++i) out[r * width + i] = TakeMax(bottom[i], top[i]);
   }
+}
+
+#if defined(__x86_64__)
+// TakeMax on 16 lanes.
+__attribute__((target("avx512f"))) inline __m512 TakeMax16(__m512 value, __m512 result) {
+  const __mmask16 greater = _mm512_cmp_ps_mask(value, result, _CMP_GT_OQ);
+  const __mmask16 nan_over_number =
+      _mm512_cmp_ps_mask(value, value, _CMP_UNORD_Q) & _mm512_cmp_ps_mask(result, result, _CMP_ORD_Q);
+  return _mm512_mask_mov_ps(result, greater | nan_over_number, value);
+}
+
+// The first `count` of 16 lanes.
+inline __mmask16 Lanes(int64_t count) {
+  return count >= 16 ? __mmask16(0xFFFF) : count <= 0 ? __mmask16(0) : __mmask16((1u << count) - 1);
+}
+
+// The max of each (even, odd) column pair of 32 columns from `row` (lanes beyond
+// `low`/`high` read as zeros).
+__attribute__((target("avx512f"))) inline __m512 PairMax16(const float* row, __mmask16 low, __mmask16 high,
+                                                          __m512i even, __m512i odd) {
+  const __m512 a = _mm512_maskz_loadu_ps(low, row), b = _mm512_maskz_loadu_ps(high, row + 16);
+  return TakeMax16(_mm512_permutex2var_ps(a, odd, b), _mm512_permutex2var_ps(a, even, b));
+}
+
+// One pass, 32 input columns of a row pair at a time, masked at a row's end: rows of
+// the usual feature maps are 7 to 56 wide, too short for a compiler's vector loop.
+// Each row's columns are split into even and odd lanes and maxed pairwise (left first),
+// then the bottom row's pairs against the top's: the window order of TakeMax.
+__attribute__((target("avx512f"))) void MaxPool2x2RowsAvx512(const float* in, int64_t out_rows, int64_t in_w,
+                                                            float* out) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  const int64_t out_w = in_w / 2;
+  for (int64_t r = 0; r < out_rows; ++r) {
+    const float* top = in + 2 * r * in_w;
+    const float* bottom = top + in_w;
+    for (int64_t j = 0; j < in_w; j += 32) {
+      const __mmask16 low = Lanes(in_w - j), high = Lanes(in_w - j - 16);
+      const __m512 top_pairs = PairMax16(top + j, low, high, even, odd);
+      const __m512 bottom_pairs = PairMax16(bottom + j, low, high, even, odd);
+      _mm512_mask_storeu_ps(out + r * out_w + j / 2, Lanes(out_w - j / 2), TakeMax16(bottom_pairs, top_pairs));
+    }
+  }
+}
+#endif
+
+// A 2x2 stride-2 max pool of `out_rows` output rows: input rows 2r and 2r + 1 (in_w
+// wide) make output row r, so planes laid end to end pool as one run of rows.
+void MaxPool2x2Rows(const float* in, int64_t out_rows, int64_t in_w, float* out) {
+#if defined(__x86_64__)
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (avx512) return MaxPool2x2RowsAvx512(in, out_rows, in_w, out);
+#endif
+  const int64_t out_w = in_w / 2;
+  std::vector<float> pairs(static_cast<size_t>(2 * out_rows * out_w));
+  MaxOfPairs(in, 2 * out_rows * out_w, pairs.data());
+  MaxOfRowPairs(pairs.data(), out_rows, out_w, out);
 }
 
 template <typename T>
@@ -155,11 +215,7 @@ void PoolPlanes(const T* in, T* out, const WindowGeometry& g, const PlaneWindows
   const int64_t in_h = g.in[0], in_w = g.in[1], out_h = g.out[0], out_w = g.out[1];
   if constexpr (std::is_same_v<T, float>) {
     if (TilesMaxPool2x2(g, max)) {
-      std::vector<float> pairs(static_cast<size_t>(in_h * out_w));
-      for (int64_t plane = begin; plane < end; ++plane) {
-        MaxOfPairs(in + plane * in_h * in_w, in_h * out_w, pairs.data());
-        MaxOfRowPairs(pairs.data(), out_h, out_w, out + plane * out_h * out_w);
-      }
+      MaxPool2x2Rows(in + begin * in_h * in_w, (end - begin) * out_h, in_w, out + begin * out_h * out_w);
       return;
     }
   }

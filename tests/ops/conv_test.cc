@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <random>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -447,6 +448,45 @@ TEST(PoolTest, MaxPool2x2KeepsFirstZeroAndFirstNaN) {
   EXPECT_EQ(bits[1], 0x80000000u);  // -0
   EXPECT_EQ(bits[2], nan_bits);     // the first NaN, not -NaN after it
   EXPECT_EQ(bits[3], minus_nan_bits);
+}
+
+// The 2x2 tiling path at widths below, at and across its 32-column steps, over several
+// planes: each output is the first maximum of its window in row-major tap order (the
+// first NaN when there is one), compared bit for bit. Values come from a coarse grid
+// with signed zeros and NaNs of both signs, so ties and NaNs are common.
+TEST(PoolTest, MaxPool2x2MatchesFirstMaximumAtEveryWidth) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float grid[] = {0.0f, -0.0f, 1.0f, -1.0f, 2.0f, nan, -nan, 0.5f};
+  std::mt19937 gen(42);
+  for (const int64_t width : {2, 14, 28, 30, 32, 34, 64, 70}) {
+    const int64_t planes = 3, height = 6;
+    Tensor x = Tensor::Empty(DType::kFloat32, {1, planes, height, width});
+    float* xs = x.data<float>();
+    for (int64_t i = 0; i < x.num_elements(); ++i) xs[i] = grid[gen() % 8];
+    auto out = SingleNode("MaxPool", 12)
+                   .Attr("kernel_shape", std::vector<int64_t>{2, 2})
+                   .Attr("strides", std::vector<int64_t>{2, 2})
+                   .Input(x)
+                   .Run();
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    const uint32_t* bits = (*out)[0].data<uint32_t>();
+    int64_t k = 0;
+    for (int64_t p = 0; p < planes; ++p) {
+      for (int64_t r = 0; r < height / 2; ++r) {
+        for (int64_t c = 0; c < width / 2; ++c, ++k) {
+          const float* tl = xs + (p * height + 2 * r) * width + 2 * c;
+          float best = tl[0];
+          for (const float tap : {tl[1], tl[width], tl[width + 1]}) {
+            if (std::isnan(best)) break;
+            if (std::isnan(tap) || tap > best) best = tap;
+          }
+          uint32_t want;
+          std::memcpy(&want, &best, 4);
+          ASSERT_EQ(bits[k], want) << "width " << width << " plane " << p << " row " << r << " col " << c;
+        }
+      }
+    }
+  }
 }
 
 TEST(PoolTest, AveragePoolPadsCountOnlyWhenAsked) {
