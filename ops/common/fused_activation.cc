@@ -1,5 +1,6 @@
 #include "ops/common/fused_activation.h"
 
+#include <algorithm>
 #include <bit>
 #include <limits>
 
@@ -44,14 +45,29 @@ void MapRange(T* data, int64_t begin, int64_t end, const Op& op) {
   for (int64_t i = begin; i < end; ++i) data[i] = StoreValue<T>(op(LoadValue(data[i])));
 }
 
+// The same for float16/bfloat16 elements, a block at a time through the vectorised
+// conversions (one element at a time, the software rounding dominated a mixed CNN run):
+// widened exactly, the activation in float32, rounded once, as MapRange computes.
+template <typename Op>
+void MapLowPrecisionRange(Tensor& out, int64_t begin, int64_t end, const Op& op) {
+  constexpr int64_t kBlock = 512;
+  float block[kBlock];
+  for (int64_t i = begin; i < end; i += kBlock) {
+    const int64_t n = std::min(kBlock, end - i);
+    LoadFloat32Block(out, i, n, block);
+    for (int64_t j = 0; j < n; ++j) block[j] = op(block[j]);
+    StoreFloat32Block(block, i, n, out);
+  }
+}
+
 // Applies the activation to out[begin, end).
 void ApplyRange(const FusedActivation& activation, Tensor& out, int64_t begin, int64_t end) {
   WithActivationOp(activation, [&](const auto& op) {
     switch (out.dtype()) {
       case DType::kFloat32: return MapRange(out.data<float>(), begin, end, op);
       case DType::kFloat64: return MapRange(out.data<double>(), begin, end, op);
-      case DType::kFloat16: return MapRange(out.data<Float16>(), begin, end, op);
-      case DType::kBFloat16: return MapRange(out.data<BFloat16>(), begin, end, op);
+      case DType::kFloat16:
+      case DType::kBFloat16: return MapLowPrecisionRange(out, begin, end, op);
       case DType::kUndefined:
       case DType::kUInt8:
       case DType::kInt8:

@@ -11,8 +11,10 @@ namespace {
 
 using dt = dnnl::memory::data_type;
 
-// Bytes of one operand's float32 panel.
-constexpr int64_t kPanelBytes = int64_t{8} << 20;
+// Bytes of one operand's float32 panel: small enough that the two panels of a product
+// stay below what a float32 step holds instead (a mixed step peaks no higher), large
+// enough that a panel's product runs at the GEMM's full rate.
+constexpr int64_t kPanelBytes = int64_t{4} << 20;
 
 // Rows (or columns) per panel of an operand with `extent` of them and `across` elements
 // each: all of them when they fit kPanelBytes, else a multiple of 64.

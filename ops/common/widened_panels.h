@@ -1,5 +1,5 @@
-// Products whose operands oneDNN cannot take as they are (float16 on CPUs without
-// AVX512_FP16, bfloat16 without AVX512_BF16) run on float32 copies, which widening makes
+// Products on operands oneDNN cannot take as they are (float16; bfloat16 where float32
+// kernels are faster, bf16_kernel_choice.h) run on float32 copies, which widening makes
 // exactly. A large operand is copied a panel at a time (rows of A, columns of B) into
 // bounded work tensors, instead of whole: widening a 4096 x 4096 weight whole takes 64 MiB
 // for the length of one product.

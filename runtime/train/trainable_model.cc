@@ -45,18 +45,24 @@ std::set<std::string> RunningStatistics(const onnx::GraphProto& graph) {
   return statistics;
 }
 
-// Moves every float32 initializer but running statistics to a graph input (fed from the
-// master weights).
+// Trained parameters: every float32 initializer but running statistics.
+bool IsParameter(const onnx::TensorProto& init, const std::set<std::string>& statistics) {
+  return init.data_type() == onnx::TensorProto::FLOAT && statistics.count(init.name()) == 0;
+}
+
+// Moves every parameter to a graph input (fed from the master weights).
 Expected<std::vector<NamedTensor>> LiftParameters(onnx::GraphProto& graph) {
   const std::set<std::string> statistics = RunningStatistics(graph);
   std::vector<NamedTensor> parameters;
   google::protobuf::RepeatedPtrField<onnx::TensorProto> kept;
   for (onnx::TensorProto& init : *graph.mutable_initializer()) {
-    if (init.data_type() != onnx::TensorProto::FLOAT || statistics.count(init.name()) > 0) {
+    if (!IsParameter(init, statistics)) {
       *kept.Add() = std::move(init);
       continue;
     }
     ONNX_AMP_ASSIGN_OR_RETURN(Tensor value, TensorFromProto(init));
+    std::string().swap(*init.mutable_raw_data());  // the master weight holds it now
+    init.clear_float_data();
     bool listed = false;
     for (const onnx::ValueInfoProto& input : graph.input()) listed |= input.name() == init.name();
     if (!listed) SetTensorValueInfo(*graph.add_input(), init.name(), onnx::TensorProto::FLOAT, value.shape());
@@ -66,11 +72,38 @@ Expected<std::vector<NamedTensor>> LiftParameters(onnx::GraphProto& graph) {
   return parameters;
 }
 
+// A copy of `model` without its parameters' data: the data is moved aside while the
+// rest is copied, then moved back.
+onnx::ModelProto WithoutParameterData(onnx::ModelProto& model) {
+  onnx::GraphProto& graph = *model.mutable_graph();
+  const std::set<std::string> statistics = RunningStatistics(graph);
+  // Data moves through swaps; a raw_data field is touched only where it is set (setting
+  // it, even empty, would make it the tensor's data).
+  std::vector<std::pair<onnx::TensorProto*, onnx::TensorProto>> aside;
+  for (onnx::TensorProto& init : *graph.mutable_initializer()) {
+    if (!IsParameter(init, statistics)) continue;
+    onnx::TensorProto data;
+    if (init.has_raw_data()) {
+      data.mutable_raw_data()->swap(*init.mutable_raw_data());
+      init.clear_raw_data();
+    }
+    data.mutable_float_data()->Swap(init.mutable_float_data());
+    aside.emplace_back(&init, std::move(data));
+  }
+  onnx::ModelProto copy = model;
+  for (auto& [init, data] : aside) {
+    if (data.has_raw_data()) init->mutable_raw_data()->swap(*data.mutable_raw_data());
+    init->mutable_float_data()->Swap(data.mutable_float_data());
+  }
+  return copy;
+}
+
 }  // namespace
 
-Expected<TrainableModel> PrepareTrainableModel(const onnx::ModelProto& model, LossKind loss) {
+Expected<TrainableModel> PrepareTrainableModel(onnx::ModelProto model, LossKind loss) {
   TrainableModel result;
-  result.forward = model;
+  result.inference = WithoutParameterData(model);
+  result.forward = std::move(model);
   onnx::GraphProto& graph = *result.forward.mutable_graph();
   if (graph.output_size() != 1) {
     return InvalidArgument("training needs a model with exactly one output; it has " +

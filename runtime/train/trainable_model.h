@@ -25,11 +25,17 @@ struct TrainableModel {
   onnx::ModelProto forward;
   std::vector<NamedTensor> parameters;  // initial float32 master weights, in initializer order
   std::string data_input;
+  // The model as given, without the data of its parameters, which live on as master
+  // weights: what WithTrainedWeights turns into the trained inference model. It weighs
+  // what the graph does, not the weights.
+  onnx::ModelProto inference;
 };
 
+// Takes the model by value, so that a caller who moves it in never holds its weights
+// twice (each parameter's data is freed as it is lifted).
 // Errors: InvalidArgument when the model has not exactly one non-parameter input and one
 // float32 output, or no float32 initializer to train.
-Expected<TrainableModel> PrepareTrainableModel(const onnx::ModelProto& model, LossKind loss);
+Expected<TrainableModel> PrepareTrainableModel(onnx::ModelProto model, LossKind loss);
 
 // `model` with each float32 initializer named like a trained weight replaced by it: the
 // trained inference model.

@@ -266,7 +266,7 @@ TEST(GemmTest, BFloat16Float32KernelsRoundOnce) {
   for (const GemmCase& g : kGemmCases) CheckGemm(DType::kBFloat16, g, seed += 3);
 }
 
-// float16 operands whose float32 copies pass the 8 MiB panel (2100 x 1100 floats) are
+// float16 operands whose float32 copies pass the 4 MiB panel (2100 x 1100 floats) are
 // widened a panel at a time: rows of A (plain and transposed), columns of B (plain and
 // transposed), with a bias row, a full C and alpha.
 TEST(GemmTest, LowPrecisionLargeOperandsWidenedInPanels) {

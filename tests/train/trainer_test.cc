@@ -18,6 +18,7 @@
 #include "ops/training/optimizer_math.h"
 #include "runtime/onnx/model_io.h"
 #include "runtime/train/checkpoint.h"
+#include "runtime/train/trainable_model.h"
 #include "runtime/train/trainer.h"
 #include "runtime/train/training_graph.h"
 
@@ -314,6 +315,48 @@ TEST(TrainingGraph, BatchNormRunningStatisticsAreNotParameters) {
   for (const NamedTensor& parameter : graph->parameters) parameters.insert(parameter.name);
   for (const std::string& name : statistics) EXPECT_EQ(parameters.count(name), 0u) << name;
   for (const std::string& name : weights) EXPECT_EQ(parameters.count(name), 1u) << name;
+}
+
+// The model kept for the export holds no parameter data (float_data or raw_data), keeps
+// everything else (running statistics included), and with the trained weights written
+// back it is the model WithTrainedWeights makes from the whole original.
+TEST(TrainingGraph, InferenceModelDropsOnlyParameterData) {
+  Expected<onnx::ModelProto> model = LoadModel(std::string(ONNX_AMP_MODELS_DIR) + "/cnn.onnx");
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  onnx::ModelProto with_float_data = *model;  // one parameter as float_data, the rest raw_data
+  onnx::TensorProto& first = *with_float_data.mutable_graph()->mutable_initializer(0);
+  ASSERT_EQ(first.data_type(), onnx::TensorProto::FLOAT);
+  const std::string raw = first.raw_data();
+  first.clear_raw_data();
+  for (size_t i = 0; i < raw.size(); i += 4) {
+    float value;
+    std::memcpy(&value, raw.data() + i, 4);
+    first.add_float_data(value);
+  }
+  Expected<TrainableModel> trainable = PrepareTrainableModel(with_float_data, LossKind::kCrossEntropy);
+  ASSERT_TRUE(trainable.ok()) << trainable.status().message();
+  std::set<std::string> parameters;
+  for (const NamedTensor& parameter : trainable->parameters) parameters.insert(parameter.name);
+  EXPECT_EQ(parameters.size(), 10u);
+  const onnx::GraphProto& kept = trainable->inference.graph();
+  ASSERT_EQ(kept.initializer_size(), with_float_data.graph().initializer_size());
+  for (int i = 0; i < kept.initializer_size(); ++i) {
+    const onnx::TensorProto& tensor = kept.initializer(i);
+    const onnx::TensorProto& original = with_float_data.graph().initializer(i);
+    EXPECT_EQ(tensor.name(), original.name());
+    EXPECT_EQ(tensor.dims_size(), original.dims_size()) << tensor.name();
+    if (parameters.count(tensor.name())) {
+      EXPECT_FALSE(tensor.has_raw_data()) << tensor.name();
+      EXPECT_EQ(tensor.float_data_size(), 0) << tensor.name();
+    } else {
+      EXPECT_EQ(tensor.SerializeAsString(), original.SerializeAsString()) << tensor.name();
+    }
+  }
+  EXPECT_EQ(kept.node_size(), with_float_data.graph().node_size());
+  Expected<onnx::ModelProto> from_kept = WithTrainedWeights(trainable->inference, trainable->parameters);
+  Expected<onnx::ModelProto> from_whole = WithTrainedWeights(with_float_data, trainable->parameters);
+  ASSERT_TRUE(from_kept.ok() && from_whole.ok());
+  EXPECT_EQ(from_kept->SerializeAsString(), from_whole->SerializeAsString());
 }
 
 TEST(LrSchedule, ClosedForms) {

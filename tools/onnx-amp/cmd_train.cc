@@ -102,19 +102,28 @@ Expected<onnx::ModelProto> ConvertForPolicy(onnx::ModelProto model, PolicyKind p
   return std::move(converted.model);
 }
 
-// The training graphs of `model`: parameters lifted to float32 inputs, the forward graph
-// converted to the policy (onnx-amp target: the fused training ops are ours anyway), the
-// loss and the backward pass appended.
-Expected<TrainingGraph> TrainingGraphFor(const onnx::ModelProto& model, PolicyKind policy, LossKind loss) {
+// The training graphs of `model` and the model without its parameters' data (for the
+// export).
+struct PreparedTraining {
+  TrainingGraph graph;
+  onnx::ModelProto inference;
+};
+
+// Parameters lifted to float32 inputs, the forward graph converted to the policy
+// (onnx-amp target: the fused training ops are ours anyway), the loss and the backward
+// pass appended.
+Expected<PreparedTraining> TrainingGraphFor(onnx::ModelProto model, PolicyKind policy, LossKind loss) {
   if (policy != PolicyKind::kFloat32 && policy != PolicyKind::kMixedFloat16 &&
       policy != PolicyKind::kMixedBFloat16) {
     return InvalidArgument("training policy '" + std::string(PolicyKindName(policy)) +
                            "': expected float32, mixed_float16 or mixed_bfloat16");
   }
-  ONNX_AMP_ASSIGN_OR_RETURN(TrainableModel trainable, PrepareTrainableModel(model, loss));
+  ONNX_AMP_ASSIGN_OR_RETURN(TrainableModel trainable, PrepareTrainableModel(std::move(model), loss));
   ONNX_AMP_ASSIGN_OR_RETURN(trainable.forward,
                             ConvertForPolicy(std::move(trainable.forward), policy, ConvertTarget::kOnnxAmp));
-  return BuildTrainingGraph(std::move(trainable), loss);
+  onnx::ModelProto inference = std::move(trainable.inference);
+  ONNX_AMP_ASSIGN_OR_RETURN(TrainingGraph graph, BuildTrainingGraph(std::move(trainable), loss));
+  return PreparedTraining{std::move(graph), std::move(inference)};
 }
 
 // Where --save-training-graph FILE puts the update graph: FILE.update.onnx, with FILE's
@@ -166,7 +175,7 @@ TrainingCallbacks PrintingCallbacks() {
 
 // `distributed`: null for a plain run; under mpirun, this rank's part of the job.
 Status TrainRank(const TrainOptions& options, DistributedTraining* distributed) {
-  ONNX_AMP_ASSIGN_OR_RETURN(const onnx::ModelProto model, LoadModel(options.model));
+  ONNX_AMP_ASSIGN_OR_RETURN(onnx::ModelProto model, LoadModel(options.model));
   ONNX_AMP_ASSIGN_OR_RETURN(TrainingData data, LoadTrainingData(options.data));
   data.train = TakeFirst(data.train, options.train_limit);
   if (data.eval) data.eval = TakeFirst(*data.eval, options.eval_limit);
@@ -176,8 +185,8 @@ Status TrainRank(const TrainOptions& options, DistributedTraining* distributed) 
 
   ONNX_AMP_ASSIGN_OR_RETURN(const PolicyKind policy, ParsePolicyKind(options.policy));
   ONNX_AMP_ASSIGN_OR_RETURN(const LossKind loss, ParseLossKind(options.loss));
-  Expected<TrainingGraph> graph = TrainingGraphFor(model, policy, loss);
-  if (!graph.ok()) return graph.status().WithContext(options.model);
+  Expected<PreparedTraining> prepared = TrainingGraphFor(std::move(model), policy, loss);
+  if (!prepared.ok()) return prepared.status().WithContext(options.model);
   ONNX_AMP_ASSIGN_OR_RETURN(TrainerConfig config, MakeTrainerConfig(options, policy, plan.total_steps));
   // Under mpirun the rank owns its device (its own GPU), else this run does.
   std::unique_ptr<Device> device;
@@ -189,7 +198,7 @@ Status TrainRank(const TrainOptions& options, DistributedTraining* distributed) 
   }
   config.capture_steps = !options.device.no_cuda_graph;
   if (distributed != nullptr && options.threads == 0) config.num_threads = distributed->DefaultThreads();
-  ONNX_AMP_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(std::move(*graph), config));
+  ONNX_AMP_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(std::move(prepared->graph), config));
   if (distributed != nullptr) {
     trainer->set_replica_sync(distributed->sync());
     if (writer && distributed->ranks() > 1) {
@@ -207,7 +216,7 @@ Status TrainRank(const TrainOptions& options, DistributedTraining* distributed) 
     std::fprintf(stderr, "%s\n", distributed->DescribeVolume().c_str());
   }
   if (!options.export_path.empty() && writer) {
-    ONNX_AMP_RETURN_IF_ERROR(ExportModel(model, *trainer, options.export_path, options.export_policy));
+    ONNX_AMP_RETURN_IF_ERROR(ExportModel(prepared->inference, *trainer, options.export_path, options.export_policy));
   }
   return Status::Ok();
 }
