@@ -5,7 +5,7 @@
 // per line read on stdin and answers each with its milliseconds. The driver talks to
 // this process and to the ONNX Runtime worker in turn, so both see the same load.
 //
-//   cpu_bench_infer MODEL [--batch N] [--seq N] [--threads T]
+//   cpu_bench_infer MODEL [--batch N] [--seq N] [--threads T] [--nchw]
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -26,11 +26,12 @@ int Fail(const Status& status) {
   return 1;
 }
 
-int Serve(const std::string& path, int64_t batch, int64_t seq, int threads) {
+int Serve(const std::string& path, int64_t batch, int64_t seq, int threads, bool channels_last) {
   Expected<onnx::ModelProto> model = LoadModel(path);
   if (!model.ok()) return Fail(model.status());
   ExecutorOptions options;
   options.num_threads = threads;
+  options.channels_last = channels_last;
   Expected<std::unique_ptr<Executor>> executor = Executor::Create(*model, options);
   if (!executor.ok()) return Fail(executor.status());
   std::mt19937_64 rng(1);
@@ -69,10 +70,12 @@ int main(int argc, char** argv) {
   int64_t batch = 1;
   int64_t seq = 32;
   int threads = 0;
+  bool nchw = false;
   app.add_option("MODEL", model, "ONNX model")->required();
   app.add_option("--batch", batch, "Size of every dim named 'batch'")->check(CLI::PositiveNumber);
   app.add_option("--seq", seq, "Size of every other symbolic dim")->check(CLI::PositiveNumber);
   app.add_option("--threads", threads, "Worker threads (0: one per core)")->check(CLI::NonNegativeNumber);
+  app.add_flag("--nchw", nchw, "Reorder every convolution's activations to and from NCHW (no channels-last values)");
   CLI11_PARSE(app, argc, argv);
-  return onnx_amp::Serve(model, batch, seq, threads);
+  return onnx_amp::Serve(model, batch, seq, threads, !nchw);
 }

@@ -35,6 +35,21 @@ dnnl::memory::desc PlainDesc(const dnnl::memory::dims& dims, dnnl::memory::data_
   return dnnl::memory::desc(dims, type, strides);
 }
 
+dnnl::memory::desc ActivationDesc(const dnnl::memory::dims& dims, dnnl::memory::data_type type, bool channels_last) {
+  if (!channels_last || dims.size() < 3) return PlainDesc(dims, type);
+  // C is innermost, then the spatial dims in order, then N.
+  dnnl::memory::dims strides(dims.size());
+  dnnl::memory::dim stride = 1;
+  strides[1] = stride;
+  stride *= dims[1];
+  for (size_t i = dims.size() - 1; i >= 2; --i) {
+    strides[i] = stride;
+    stride *= dims[i];
+  }
+  strides[0] = stride;
+  return dnnl::memory::desc(dims, type, strides);
+}
+
 void PrepareAttr(dnnl::primitive_attr& attr) { attr.set_scratchpad_mode(dnnl::scratchpad_mode::user); }
 
 Expected<std::optional<Primitive>> CachedPrimitive(const std::string& key, double multiply_adds,

@@ -26,6 +26,9 @@ dnnl::stream& ThreadStream();
 
 // A dense row-major descriptor.
 dnnl::memory::desc PlainDesc(const dnnl::memory::dims& dims, dnnl::memory::data_type type);
+// A dense [N, C, spatial...] descriptor stored channels-last ([N, spatial..., C]), or the
+// row-major one when `channels_last` is false.
+dnnl::memory::desc ActivationDesc(const dnnl::memory::dims& dims, dnnl::memory::data_type type, bool channels_last);
 
 // An argument a primitive takes in a layout of its own choosing (format_tag::any, for
 // instance the channel-blocked layouts of oneDNN's direct convolutions) while callers

@@ -2,12 +2,12 @@
 // oneDNN, NC[D]HW tensors reordered per call into the layouts its direct kernels choose
 // (see RunDnnlConv). float32 runs as is; bfloat16 runs natively (bf16 operands,
 // float32 accumulation and output) where the CPU has an optimised kernel that pays
-// (bf16_kernel_choice.h);
-// float16 (and bfloat16 elsewhere) is widened exactly to float32. The float32 result
+// (bf16_kernel_choice.h); float16 (and bfloat16 elsewhere) is widened exactly to float32. The float32 result
 // is rounded to the output dtype once. float64 runs a plain loop. Constant weights are
 // kept in the primitive's preferred layout from run to run; a fused residual
 // (KernelContext::fused_addend) is added by a sum post-op before the activation, which
-// runs as fused_activation.h says.
+// runs as fused_activation.h says. X, Y and the residual may be stored channels-last
+// (runtime/executor/plan_layouts.h): oneDNN then reads and writes them as they are.
 #include <string>
 
 #include "ops/common/bf16_kernel_choice.h"
@@ -63,11 +63,17 @@ bool PreferDirectKernel(dnnl::convolution_forward::primitive_desc& pd) {
   return false;
 }
 
+// Which of X, Y and the fused addend are stored channels-last
+// (KernelContext::input_channels_last / output_channels_last).
+struct ConvLayouts {
+  bool x = false, y = false, addend = false;
+};
+
 // Runs the convolution with `post_op`; bias (float32) and addend (Y's shape, any float
 // dtype but float64: a sum post-op before the activation) may be null. Unsupported when
 // bfloat16 has no optimised implementation here.
 Status RunDnnlConv(const ConvShape& s, dt operand_type, const void* x, const dnn::WeightsSource& w, const float* bias,
-                   const Tensor* addend, const FusedActivation& post_op, float* y) {
+                   const Tensor* addend, const FusedActivation& post_op, const ConvLayouts& layouts, float* y) {
   const WindowGeometry& g = s.window;
   dnnl::memory::dims x_dims{s.batch, s.in_channels}, y_dims{s.batch, s.out_channels}, w_dims;
   if (s.group > 1) w_dims = {s.group, s.out_channels / s.group, s.in_channels / s.group};
@@ -79,13 +85,14 @@ Status RunDnnlConv(const ConvShape& s, dt operand_type, const void* x, const dnn
     w_dims.push_back(g.kernel[i]);
     dilations.push_back(g.dilations[i] - 1);  // oneDNN counts the gaps
   }
-  const auto x_md = dnn::PlainDesc(x_dims, operand_type);
+  const auto x_md = dnn::ActivationDesc(x_dims, operand_type, layouts.x);
   const auto w_md = dnn::PlainDesc(w_dims, operand_type);
   const auto b_md = dnn::PlainDesc({s.out_channels}, dt::f32);
-  const auto y_md = dnn::PlainDesc(y_dims, dt::f32);
+  const auto y_md = dnn::ActivationDesc(y_dims, dt::f32, layouts.y);
   const bool need_optimized = operand_type != dt::f32;
   const std::string key = ConvKey(s, operand_type, bias != nullptr) + ActivationKey(post_op) +
-                          (addend ? "/sum" + std::to_string(static_cast<int>(addend->dtype())) : "");
+                          (addend ? "/sum" + std::to_string(static_cast<int>(addend->dtype())) : "") + "/layouts" +
+                          std::to_string(layouts.x) + std::to_string(layouts.y) + std::to_string(layouts.addend);
   double multiply_adds = static_cast<double>(s.in_channels / s.group);
   for (const dnnl::memory::dim extent : y_dims) multiply_adds *= static_cast<double>(extent);
   for (const dnnl::memory::dim extent : g.kernel) multiply_adds *= static_cast<double>(extent);
@@ -127,7 +134,8 @@ Status RunDnnlConv(const ConvShape& s, dt operand_type, const void* x, const dnn
     dnn::AddRelayout(primitive, DNNL_ARG_WEIGHTS, false, w_md, pd.weights_desc());
     dnn::AddRelayout(primitive, DNNL_ARG_DST, true, y_md, pd.dst_desc());
     if (addend != nullptr) {
-      dnn::SetInitialOutput(primitive, DNNL_ARG_DST, dnn::PlainDesc(y_dims, DnnlType(addend->dtype())), pd.dst_desc());
+      dnn::SetInitialOutput(primitive, DNNL_ARG_DST, dnn::ActivationDesc(y_dims, DnnlType(addend->dtype()), layouts.addend),
+                            pd.dst_desc());
     }
     return std::optional<dnn::Primitive>(std::move(primitive));
   }));
@@ -215,6 +223,12 @@ Status ConvCpu(KernelContext& context) {
 
   const FusedActivation activation = context.fused_activation();
   const Tensor* addend = context.fused_addend();
+  ConvLayouts layouts;
+  layouts.x = context.input_channels_last(0);
+  layouts.y = context.output_channels_last(0);
+  for (int i = 0; addend != nullptr && i < context.num_inputs(); ++i) {
+    if (context.input(i) == addend) layouts.addend = context.input_channels_last(i);
+  }
   if (addend != nullptr && (addend->dtype() != dtype || addend->shape() != y_shape)) {
     return context.Error(ErrorCode::kInvalidModel, "the residual added to the output is " +
                                                        std::string(DTypeName(addend->dtype())) +
@@ -222,6 +236,9 @@ Status ConvCpu(KernelContext& context) {
                                                        std::string(DTypeName(dtype)) + ShapeToString(y_shape));
   }
   if (dtype == DType::kFloat64) {
+    if (layouts.x || layouts.y || layouts.addend) {
+      return context.Error(ErrorCode::kUnsupported, "float64 convolutions take NCHW tensors only");
+    }
     ReferenceConv(s, x->data<double>(), w->data<double>(), b ? b->data<double>() : nullptr, y->data<double>());
     if (addend != nullptr) {
       for (int64_t i = 0; i < y->num_elements(); ++i) y->data<double>()[i] += addend->data<double>()[i];
@@ -238,7 +255,7 @@ Status ConvCpu(KernelContext& context) {
   const dnn::WeightsSource w_source{[w_data] { return w_data; }, packed, w_data};
   if (dtype == DType::kFloat32) {
     const FusedActivation post_op = ExactPostOp(activation);
-    Status status = RunDnnlConv(s, dt::f32, x->raw_data(), w_source, bias_data, addend, post_op, y->data<float>());
+    Status status = RunDnnlConv(s, dt::f32, x->raw_data(), w_source, bias_data, addend, post_op, layouts, y->data<float>());
     if (!status.ok()) return context.Error(status.code(), status.message());
     if (post_op.kind == FusedActivationKind::kNone) ApplyActivation(activation, *y, context.threads());
     return Status::Ok();
@@ -249,7 +266,7 @@ Status ConvCpu(KernelContext& context) {
   float* y_f32 = y_wide.data<float>();
   Status status = Unsupported("float16 runs on float32 operands");
   if (dtype == DType::kBFloat16) {
-    status = RunDnnlConv(s, dt::bf16, x->raw_data(), w_source, bias_data, addend, FusedActivation{}, y_f32);
+    status = RunDnnlConv(s, dt::bf16, x->raw_data(), w_source, bias_data, addend, FusedActivation{}, layouts, y_f32);
   }
   if (status.code() == ErrorCode::kUnsupported) {
     // Widening to float32 is exact: the same products, accumulated in float32. Packed
@@ -265,7 +282,7 @@ Status ConvCpu(KernelContext& context) {
       w_f32 = ToFloat32(*w);
       return static_cast<const void*>(w_f32.data());
     };
-    status = RunDnnlConv(s, dt::f32, x_f32, widened, bias_data, addend, FusedActivation{}, y_f32);
+    status = RunDnnlConv(s, dt::f32, x_f32, widened, bias_data, addend, FusedActivation{}, layouts, y_f32);
   }
   if (!status.ok()) return context.Error(status.code(), status.message());
   StoreWithActivation(y_f32, *y, activation, context.threads());

@@ -7,10 +7,16 @@
 namespace onnx_amp {
 
 void RegisterConvCpuKernels(KernelRegistry& registry) {
-  // Conv applies a fused activation (KernelDef::fuses_activation).
-  registry.Register({"", "Conv", DeviceKind::kCpu, &ConvCpu, false, true});
+  // Conv applies a fused activation (KernelDef::fuses_activation); Conv and MaxPool take
+  // channels-last activations (runtime/executor/plan_layouts.h).
+  KernelDef conv{"", "Conv", DeviceKind::kCpu, &ConvCpu};
+  conv.fuses_activation = true;
+  conv.takes_channels_last = true;
+  registry.Register(conv);
   registry.Register({"", "ConvTranspose", DeviceKind::kCpu, &ConvTransposeCpu});
-  registry.Register({"", "MaxPool", DeviceKind::kCpu, &MaxPoolCpu});
+  KernelDef max_pool{"", "MaxPool", DeviceKind::kCpu, &MaxPoolCpu};
+  max_pool.takes_channels_last = true;
+  registry.Register(max_pool);
   registry.Register({"", "AveragePool", DeviceKind::kCpu, &AveragePoolCpu});
   registry.Register({"", "LpPool", DeviceKind::kCpu, &LpPoolCpu});
   registry.Register({"", "GlobalAveragePool", DeviceKind::kCpu, &GlobalAveragePoolCpu});

@@ -118,6 +118,14 @@ Status Pool(KernelContext& context, const PoolOptions& options) {
   if (options.kind == PoolKind::kMax && context.num_outputs() > 1 && context.output_used(1)) {
     ONNX_AMP_ASSIGN_OR_RETURN(indices, context.AllocateOutput(1, DType::kInt64, y_shape));
   }
+  if (context.input_channels_last(0)) {
+    // The plan stores X channels-last only for a 2-D max pool without Indices
+    // (runtime/executor/plan_layouts.h).
+    if (options.kind != PoolKind::kMax || indices != nullptr || !Pool2dApplies(g)) {
+      return context.Error(ErrorCode::kUnsupported, "a channels-last X takes a 2-D max pool without Indices");
+    }
+    return MaxPool2dChannelsLast(context, *x, g, context.output_channels_last(0), *y);
+  }
   const bool floating = x->dtype() == DType::kFloat32 || IsLowPrecision(x->dtype());
   if (options.kind != PoolKind::kLp && indices == nullptr && floating && Pool2dApplies(g)) {
     return Pool2d(context, *x, g, options.kind == PoolKind::kMax, options.count_include_pad, *y);

@@ -272,6 +272,69 @@ void MaxPool2dArgmax(const float* x, const WindowGeometry& g, const PlaneWindows
   }
 }
 
+namespace {
+
+// One output row of a channels-last max pool: for each output column, -inf, then every
+// tap in row-major order, the rule running across a tap's contiguous channels (so it
+// vectorises); that gives PoolWindow's first-tap start bit for bit, and -inf for a
+// window with no tap inside. `x` holds the image's input rows [rows.begin, rows.end) of
+// output row `oh`, each [W, C]; `acc` takes [out_w, C].
+__attribute__((target_clones("avx512f", "avx2", "default"))) void MaxPoolRowChannelsLast(
+    const float* __restrict x, const WindowGeometry& g, const PlaneWindows& p, int64_t oh, int64_t channels,
+    float* __restrict acc) {
+  const TapRange& rows = p.rows[oh];
+  const int64_t in_w = g.in[1];
+  for (int64_t ow = 0; ow < g.out[1]; ++ow) {
+    float* out = acc + ow * channels;
+    for (int64_t c = 0; c < channels; ++c) out[c] = -std::numeric_limits<float>::infinity();
+    const TapRange& cols = p.cols[ow];
+    for (int64_t h = rows.begin; h < rows.end; ++h) {
+      for (int64_t w = cols.begin; w < cols.end; ++w) {
+        const float* tap = x + ((h - rows.begin) * in_w + w) * channels;
+        for (int64_t c = 0; c < channels; ++c) out[c] = TakeMax(tap[c], out[c]);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Status MaxPool2dChannelsLast(KernelContext& context, const Tensor& x, const WindowGeometry& g, bool y_channels_last,
+                             Tensor& y) {
+  if (x.dtype() != DType::kFloat32 && !IsLowPrecision(x.dtype())) return context.UnsupportedDType(x.dtype());
+  const PlaneWindows p = ResolveWindows(g);
+  const int64_t channels = x.dim(1), in_h = g.in[0], in_w = g.in[1], out_h = g.out[0], out_w = g.out[1];
+  const int64_t row_size = in_w * channels, out_row_size = out_w * channels;
+  const bool wide = x.dtype() == DType::kFloat32;
+  const int64_t grain = std::max<int64_t>(1, kOutputsPerChunk / std::max<int64_t>(1, out_row_size));
+  context.threads().ParallelFor(x.dim(0) * out_h, grain, [&](int64_t begin, int64_t end) {
+    // float16/bfloat16 rows are widened exactly; the max is one of them, so storing it
+    // back rounds nothing.
+    std::vector<float> widened(wide ? 0 : static_cast<size_t>(g.kernel[0] * row_size));
+    std::vector<float> pooled(wide && y_channels_last ? 0 : static_cast<size_t>(out_row_size));
+    std::vector<float> channel_row(y_channels_last ? 0 : static_cast<size_t>(out_w));
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t image = row / out_h, oh = row % out_h;
+      const TapRange& rows = p.rows[oh];
+      const int64_t first = (image * in_h + rows.begin) * row_size;
+      const float* x_rows = wide ? x.data<float>() + first : widened.data();
+      if (!wide) LoadFloat32Block(x, first, (rows.end - rows.begin) * row_size, widened.data());
+      float* acc = pooled.empty() ? y.data<float>() + row * out_row_size : pooled.data();
+      MaxPoolRowChannelsLast(x_rows, g, p, oh, channels, acc);
+      if (y_channels_last) {
+        if (!wide) StoreFloat32Block(acc, row * out_row_size, out_row_size, y);
+        continue;
+      }
+      // An NCHW Y: each channel's row of outputs gathered, then stored.
+      for (int64_t c = 0; c < channels; ++c) {
+        for (int64_t ow = 0; ow < out_w; ++ow) channel_row[ow] = acc[ow * channels + c];
+        StoreFloat32Block(channel_row.data(), ((image * channels + c) * out_h + oh) * out_w, out_w, y);
+      }
+    }
+  });
+  return Status::Ok();
+}
+
 bool Pool2dApplies(const WindowGeometry& g) { return g.rank() == 2 && g.dilations[0] == 1 && g.dilations[1] == 1; }
 
 Status Pool2d(KernelContext& context, const Tensor& x, const WindowGeometry& g, bool max, bool count_include_pad,

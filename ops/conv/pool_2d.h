@@ -24,6 +24,12 @@ bool Pool2dApplies(const WindowGeometry& g);
 Status Pool2d(KernelContext& context, const Tensor& x, const WindowGeometry& g, bool max, bool count_include_pad,
               Tensor& y);
 
+// The same max for a float32, float16 or bfloat16 X stored channels-last ([N, H, W, C]
+// in memory), into Y stored channels-last or NCHW, as the same bits: the rule runs
+// across a tap's contiguous channels.
+Status MaxPool2dChannelsLast(KernelContext& context, const Tensor& x, const WindowGeometry& g, bool y_channels_last,
+                             Tensor& y);
+
 // The taps [begin, end) of an output along one axis that lie inside the input, and how
 // many lie inside the padded input.
 struct TapRange {

@@ -84,6 +84,11 @@ class KernelContext {
   // float16/bfloat16 result (a Cast to float32 folded in); set only for kernels
   // registered with KernelDef::fuses_widening_cast.
   virtual bool widens_output() const { return false; }
+  // Whether input (output) `index` holds its [N, C, ...] values in channels-last memory
+  // order ([N, ..., C], runtime/executor/plan_layouts.h); set only for kernels registered
+  // with KernelDef::takes_channels_last.
+  virtual bool input_channels_last(int index) const { return false; }
+  virtual bool output_channels_last(int index) const { return false; }
   // Whether input `index` holds the same values on every run (an initializer), so work
   // derived from it may be kept in state().
   virtual bool input_is_constant(int index) const { return false; }
@@ -132,6 +137,9 @@ struct KernelDef {
   // Honours KernelContext::widens_output(), so the plan may fold a Cast to float32 that
   // alone reads a float16/bfloat16 output 0 into this node.
   bool fuses_widening_cast = false;
+  // Reads input 0 (and a fused addend) and writes output 0 in channels-last order where
+  // KernelContext says so, for the cases plan_layouts.h lists for its op.
+  bool takes_channels_last = false;
 };
 
 }  // namespace onnx_amp

@@ -11,6 +11,7 @@
 #include "runtime/core/onnx_domain.h"
 #include "runtime/executor/device_placement.h"
 #include "runtime/executor/plan_fusion.h"
+#include "runtime/executor/plan_layouts.h"
 #include "runtime/executor/plan_rewrites.h"
 #include "runtime/graph/graph_view.h"
 #include "runtime/io/tensor_proto.h"
@@ -186,6 +187,7 @@ class PlanBuilder {
       FuseConvAdd(*plan, outer_reads, keep);
       FuseActivations(*plan, outer_reads, keep);
       FuseWideningCasts(*plan, outer_reads, keep);
+      if (options_.channels_last && !on_device) AssignChannelsLast(*plan, outer_reads, keep);
     }
     if (missing_.empty()) PlaceValues(*plan, outer_reads, on_device ? device_ : DeviceKind::kCpu);
     MarkLastUses(*plan, outer_reads);

@@ -6,6 +6,8 @@
 // Gemm/MatMul's float16 or bfloat16 output (plan_fusion.h), unless the value between
 // them must stay observable; before those, an inference BatchNormalization after a Conv
 // is folded into the Conv's weights and a residual Add into the Conv (plan_rewrites.h).
+// Last, values passed between CPU convolutions and max pools are stored channels-last
+// (plan_layouts.h).
 #pragma once
 
 #include <memory>
@@ -66,6 +68,9 @@ struct GraphPlan {
   std::vector<std::pair<int, int>> device_initializers;
   std::vector<PlanStep> steps;
   std::vector<std::unique_ptr<GraphPlan>> bodies;  // owned plans of the steps' subgraphs
+  // Per slot: its [N, C, H, W] values are stored channels-last (plan_layouts.h); empty
+  // when no slot is.
+  std::vector<bool> channels_last;
 
   // Slot of `name` in this graph, or -1.
   int FindSlot(const std::string& name) const {
@@ -80,6 +85,9 @@ struct PlanOptions {
   // the two sides (device_placement.h). Bodies of If/Loop/Scan run on the CPU.
   const KernelRegistry* device_kernels = nullptr;
   bool fuse_activations = true;
+  // With fuse_activations, keep the values passed between CPU convolutions and max pools
+  // in channels-last order (plan_layouts.h) instead of reordering them around each one.
+  bool channels_last = true;
   // Values of the main graph that must keep their own tensor (captured ones): the
   // activation that reads such a value is never folded away from it.
   bool keep_all_values = false;

@@ -170,6 +170,12 @@ class NodeContext final : public KernelContext {
   FusedActivation fused_activation() const override { return step_.activation; }
   const Tensor* fused_addend() const override { return input(step_.addend_input); }
   bool widens_output() const override { return step_.widened_output; }
+  bool input_channels_last(int index) const override {
+    return index >= 0 && index < num_inputs() && ChannelsLast(step_.inputs[index]);
+  }
+  bool output_channels_last(int index) const override {
+    return index >= 0 && index < num_outputs() && ChannelsLast(step_.outputs[index]);
+  }
   bool input_is_constant(int index) const override {
     if (index < 0 || index >= num_inputs() || step_.inputs[index] < 0) return false;
     return frame_.plan.slot_kinds[step_.inputs[index]] == SlotKind::kInitializer;
@@ -180,6 +186,11 @@ class NodeContext final : public KernelContext {
   double subgraph_seconds() const { return subgraph_seconds_; }
 
  private:
+  bool ChannelsLast(int slot) const {
+    const std::vector<bool>& layouts = frame_.plan.channels_last;
+    return slot >= 0 && static_cast<size_t>(slot) < layouts.size() && layouts[slot];
+  }
+
   // The frame slot of output `index`; outputs the node omits get scratch storage.
   Tensor* OutputSlot(int index) {
     if (index < num_outputs() && step_.outputs[index] >= 0) return &frame_.slots[step_.outputs[index]];
@@ -321,6 +332,7 @@ Expected<std::unique_ptr<Executor>> Executor::Create(const onnx::ModelProto& mod
   PlanOptions plan_options;
   plan_options.device_kernels = options.device != nullptr ? &options.device->kernels() : nullptr;
   plan_options.fuse_activations = options.fuse_activations;
+  plan_options.channels_last = options.channels_last;
   plan_options.keep_all_values = options.capture_all;
   plan_options.keep_values = options.capture;
   ONNX_AMP_ASSIGN_OR_RETURN(executor->plan_,
@@ -387,6 +399,14 @@ Expected<std::unique_ptr<Executor>> Executor::Create(onnx::ModelProto&& model, c
   ONNX_AMP_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, Create(*owned, options));
   executor->owned_model_ = std::move(owned);
   return executor;
+}
+
+std::vector<std::string> Executor::ChannelsLastValues() const {
+  std::vector<std::string> names;
+  for (size_t slot = 0; slot < plan_->channels_last.size(); ++slot) {
+    if (plan_->channels_last[slot]) names.push_back(plan_->slot_names[slot]);
+  }
+  return names;
 }
 
 std::string Executor::FirstHostTransfer() const {

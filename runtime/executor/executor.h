@@ -44,6 +44,10 @@ struct ExecutorOptions {
   // Fold a Relu / LeakyRelu / Clip into the Conv, Gemm or MatMul whose output it alone
   // reads (never across a captured value); the result is bit-identical.
   bool fuse_activations = true;
+  // With fuse_activations: keep the activations passed between convolutions and max
+  // pools in channels-last order, the one oneDNN's convolutions compute in, instead of
+  // reordering them to and from NCHW around each one; the result is bit-identical.
+  bool channels_last = true;
   // Keep constant (initializer) weights in oneDNN's preferred layout from run to run.
   bool prepack_weights = true;
   // Cap on the bytes held for the tensors the nodes produce (0: this machine's physical
@@ -98,6 +102,9 @@ class Executor {
   // host and the device in every run ("value 'x' to the host for node 'n' (Op)"); ""
   // when none does (a run is then device work only: it can be captured in a graph).
   std::string FirstHostTransfer() const;
+
+  // The main-graph values the plan stores channels-last (plan_layouts.h), in slot order.
+  std::vector<std::string> ChannelsLastValues() const;
 
  private:
   Executor();
