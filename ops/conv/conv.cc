@@ -46,7 +46,8 @@ dt DnnlType(DType dtype) {
 // brgemm one, which it lists first: a first layer on 1 to 3 image channels (measured
 // on one AVX-512 core: 1 channel 2.7x, 3 channels 1.05-1.1x; from 8 channels on the
 // brgemm kernel is as fast or faster). The direct kernel also reads such an input in
-// NCHW as it is, without a reorder.
+// NCHW as it is, without a reorder; but it writes channel-blocked outputs only, so for a
+// channels-last Y the brgemm kernel, which writes it directly, is faster overall.
 constexpr int64_t kDirectKernelMaxChannels = 4;
 
 // Moves `pd` to oneDNN's direct JIT kernel of the ISA its first choice, a brgemm kernel,
@@ -125,7 +126,7 @@ Status RunDnnlConv(const ConvShape& s, dt operand_type, const void* x, const dnn
     AppendActivationPostOp(post_op, ops);
     attr.set_post_ops(ops);
     dnnl::convolution_forward::primitive_desc pd(desc, attr, dnn::CpuEngine());
-    if (s.in_channels / s.group <= kDirectKernelMaxChannels && !PreferDirectKernel(pd)) {
+    if (s.in_channels / s.group <= kDirectKernelMaxChannels && !layouts.y && !PreferDirectKernel(pd)) {
       pd = dnnl::convolution_forward::primitive_desc(desc, attr, dnn::CpuEngine());
     }
     if (need_optimized && !dnn::IsOptimized(pd)) return std::optional<dnn::Primitive>();
