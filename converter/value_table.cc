@@ -56,22 +56,15 @@ void ValueTable::Rename(int id, std::string_view to) {
   added_.emplace(names_[id], id);
 }
 
-void ValueTable::NodeValueIds(int n, const onnx::NodeProto& node, std::vector<int>& inputs,
-                              std::vector<int>& outputs) const {
+void ValueTable::AppendNodeValueIds(int n, const onnx::NodeProto& node, std::vector<int>& ids) const {
+  const int count = node.input_size() + node.output_size();
   if (n < static_cast<int>(nodes_.size()) && nodes_[n].node == &node) {
-    const int* ids = node_value_ids_.data() + nodes_[n].offset;
-    inputs.assign(ids, ids + node.input_size());
-    outputs.assign(ids + node.input_size(), ids + node.input_size() + node.output_size());
+    const int* recorded = node_value_ids_.data() + nodes_[n].offset;
+    ids.insert(ids.end(), recorded, recorded + count);
     return;
   }
-  inputs.assign(node.input_size(), -1);
-  outputs.assign(node.output_size(), -1);
-  for (int i = 0; i < node.input_size(); ++i) {
-    if (!node.input(i).empty()) inputs[i] = Find(node.input(i));
-  }
-  for (int o = 0; o < node.output_size(); ++o) {
-    if (!node.output(o).empty()) outputs[o] = Find(node.output(o));
-  }
+  for (const std::string& name : node.input()) ids.push_back(name.empty() ? -1 : Find(name));
+  for (const std::string& name : node.output()) ids.push_back(name.empty() ? -1 : Find(name));
 }
 
 void ValueTable::DropNodeRecords() {

@@ -51,11 +51,11 @@ class ValueTable {
   std::string_view name(int id) const { return names_[id]; }
   int size() const { return static_cast<int>(types_.size()); }
 
-  // The ids of the values `node` reads and writes (-1 for absent ones and names the
-  // table lacks): from inference's record `n` (its visit order) when that is `node`,
-  // else by name.
-  void NodeValueIds(int n, const onnx::NodeProto& node, std::vector<int>& inputs, std::vector<int>& outputs) const;
-  // Frees the node records once nobody asks NodeValueIds any more.
+  // Appends to `ids` the ids of the values `node` reads and then of those it writes (-1
+  // for absent ones and names the table lacks): from inference's record `n` (its visit
+  // order) when that is `node`, else by name.
+  void AppendNodeValueIds(int n, const onnx::NodeProto& node, std::vector<int>& ids) const;
+  // Frees the node records once nobody asks AppendNodeValueIds any more.
   void DropNodeRecords();
 
  private:

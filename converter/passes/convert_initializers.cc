@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <span>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include <onnx/onnx_pb.h>
 
@@ -19,8 +21,8 @@ constexpr uint16_t kFloat16MaxBits = 0x7BFF;
 
 struct Use {
   onnx::NodeProto* node = nullptr;
-  NodePlan* plan = nullptr;  // the node's plan, whose value ids follow its inputs
   int input = -1;
+  int slot = -1;  // the input's entry in ConversionPlan::slot_values
   DType dtype = DType::kUndefined;  // dtype the consumer reads it in
 };
 
@@ -92,24 +94,33 @@ Status ConvertInitializers(PassContext& context) {
   ConversionReport& report = context.report;
   const DType low = plan.low_type;
   ValueTable& values = plan.values;
-  // Readers of each initializer: uses[use_list[id]] for the initializer with value id `id`.
-  std::vector<int> use_list(values.size(), -1);
-  std::vector<std::vector<Use>> uses;
+  // The initializers' value ids, graph after graph, and the readers of each: the uses
+  // of value id `id`, in node order, are uses[use_begin[id]] to uses[use_begin[id + 1]].
+  std::vector<int> ids;
+  std::vector<char> initializer(values.size(), 0);
   for (const GraphScope& scope : plan.graphs) {
     for (const auto& init : scope.graph->initializer()) {
       const int id = values.Find(init.name());
-      if (id < 0 || use_list[id] >= 0) continue;
-      use_list[id] = static_cast<int>(uses.size());
-      uses.emplace_back();
+      ids.push_back(id);
+      if (id >= 0) initializer[id] = 1;
     }
   }
+  std::vector<int> use_begin(values.size() + 1, 0);
   for (size_t n = 0; n < plan.node_order.size(); ++n) {
-    NodePlan& node_plan = plan.nodes[n];
-    for (int i = 0; i < static_cast<int>(node_plan.input_values.size()); ++i) {
-      const int id = node_plan.input_values[i];
-      if (id < 0 || use_list[id] < 0) continue;
-      uses[use_list[id]].push_back(
-          {const_cast<onnx::NodeProto*>(plan.node_order[n]), &node_plan, i, node_plan.input_types[i]});
+    for (int id : plan.InputValues(n)) {
+      if (id >= 0 && initializer[id]) ++use_begin[id + 1];
+    }
+  }
+  for (size_t id = 0; id < initializer.size(); ++id) use_begin[id + 1] += use_begin[id];
+  std::vector<Use> uses(use_begin.back());
+  std::vector<int> use_end(use_begin.begin(), use_begin.end() - 1);
+  for (size_t n = 0; n < plan.node_order.size(); ++n) {
+    const std::span<const int> input_values = plan.InputValues(n);
+    for (int i = 0; i < static_cast<int>(input_values.size()); ++i) {
+      const int id = input_values[i];
+      if (id < 0 || !initializer[id]) continue;
+      uses[use_end[id]++] = {const_cast<onnx::NodeProto*>(plan.node_order[n]), i, plan.nodes[n].slots + i,
+                             plan.InputTypes(n)[i]};
     }
   }
   std::unordered_set<std::string> graph_outputs;
@@ -117,19 +128,20 @@ Status ConvertInitializers(PassContext& context) {
     for (const auto& output : scope.graph->output()) graph_outputs.insert(output.name());
   }
 
+  const int* next_id = ids.data();
   for (GraphScope& scope : plan.graphs) {
     onnx::GraphProto& graph = *scope.graph;
     std::unordered_set<std::string> inputs;
     for (const auto& input : graph.input()) inputs.insert(input.name());
     const int initializer_count = graph.initializer_size();  // copies are appended
     for (int k = 0; k < initializer_count; ++k) {
+      const int id = *next_id++;
       onnx::TensorProto& init = *graph.mutable_initializer(k);
       // An initializer listed as a graph input can be overridden at run time: leave it.
       const bool external = IsExternalFloat(init);
       if (inputs.count(init.name()) || !(external || CanConvertTensor(init))) continue;
-      const int id = values.Find(init.name());
-      if (id < 0 || use_list[id] < 0 || uses[use_list[id]].empty()) continue;
-      const std::vector<Use>& readers = uses[use_list[id]];
+      if (id < 0 || use_begin[id] == use_begin[id + 1]) continue;
+      const std::span<const Use> readers(uses.data() + use_begin[id], uses.data() + use_begin[id + 1]);
       bool any_low = false;
       bool any_other = graph_outputs.count(init.name()) > 0;
       for (const Use& use : readers) {
@@ -164,7 +176,7 @@ Status ConvertInitializers(PassContext& context) {
       for (const Use& use : readers) {
         if (use.dtype != low) continue;
         use.node->set_input(use.input, copy.name());
-        use.plan->input_values[use.input] = copy_id;
+        plan.slot_values[use.slot] = copy_id;
       }
       *graph.add_initializer() = std::move(copy);  // invalidates `init`
       ++report.initializers_duplicated;
