@@ -147,16 +147,20 @@ Status WriteWithExternalData(const onnx::ModelProto& model, const std::string& d
 
 }  // namespace
 
-Expected<onnx::ModelProto> LoadModel(const fs::path& path, const LoadOptions& options) {
+Expected<onnx::ModelProto> LoadModel(const fs::path& path, const LoadOptions& options, size_t* kept_in_files) {
   Expected<onnx::ModelProto> model = ParseModelFile(path);
   if (!model.ok()) return model.status().WithContext(path.string());
   if (options.check_opsets) ONNX_AMP_RETURN_IF_ERROR(CheckOpsetsSupported(*model).WithContext(path.string()));
   const bool read_all = options.load_external_data && options.keep_external_from_bytes == SIZE_MAX;
-  ONNX_AMP_RETURN_IF_ERROR(LoadExternalData(*model, FolderOf(path), read_all).WithContext(path.string()));
-  if (options.load_external_data && !read_all) {
-    ONNX_AMP_RETURN_IF_ERROR(
-        ReadSmallExternalTensors(*model, FolderOf(path), options.keep_external_from_bytes).WithContext(path.string()));
+  Expected<size_t> external = LoadExternalData(*model, FolderOf(path), read_all);
+  if (!external.ok()) return external.status().WithContext(path.string());
+  size_t kept = read_all ? 0 : *external;
+  if (options.load_external_data && !read_all && kept > 0) {
+    Expected<size_t> still = ReadSmallExternalTensors(*model, FolderOf(path), options.keep_external_from_bytes);
+    if (!still.ok()) return still.status().WithContext(path.string());
+    kept = *still;
   }
+  if (kept_in_files != nullptr) *kept_in_files = kept;
   return model;
 }
 
