@@ -1,8 +1,5 @@
 #include "converter/passes/convert_initializers.h"
 
-#include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <span>
 #include <string_view>
 #include <unordered_map>
@@ -12,12 +9,9 @@
 #include <onnx/onnx_pb.h>
 
 #include "converter/passes/low_tensor.h"
-#include "runtime/core/convert.h"
 
 namespace onnx_amp {
 namespace {
-
-constexpr uint16_t kFloat16MaxBits = 0x7BFF;
 
 struct Use {
   onnx::NodeProto* node = nullptr;
@@ -47,47 +41,6 @@ void StreamToLow(onnx::TensorProto& tensor, DType low, const std::string& record
 }
 
 }  // namespace
-
-// The AVX2 clone vectorizes the search for values to clamp or count.
-__attribute__((target_clones("avx2", "default"))) void ConvertChunkToLow(const float* in, uint16_t* out,
-                                                                         size_t count, DType low,
-                                                                         ClampedTensor& record) {
-  if (low == DType::kBFloat16) {
-    ConvertFloatToBFloat16(in, out, count);
-    return;
-  }
-  ONNX_AMP_ASSERT(low == DType::kFloat16, "ConvertChunkToLow: not a low dtype");
-  ConvertFloatToHalf(in, out, count);
-  // Finite values beyond the range became inf: clamp them as ConvertTensorToLow does.
-  // Such values and flushed ones are rare: a vectorizable test finds the blocks that
-  // hold any, and only those are walked value by value.
-  constexpr size_t kBlock = 256;
-  constexpr int32_t kFloat16MaxMagnitude = 0x477FE000;  // 65504.0f
-  constexpr int32_t kInfMagnitude = 0x7F800000;
-  for (size_t begin = 0; begin < count; begin += kBlock) {
-    const size_t end = std::min(count, begin + kBlock);
-    int32_t special = 0;
-    for (size_t i = begin; i < end; ++i) {
-      int32_t bits = 0;
-      std::memcpy(&bits, in + i, sizeof(bits));
-      const int32_t magnitude = bits & 0x7FFFFFFF;  // float magnitudes order as int32
-      const int32_t half_magnitude = out[i] & 0x7FFF;
-      special |= static_cast<int32_t>(magnitude > kFloat16MaxMagnitude && magnitude < kInfMagnitude) |
-                 static_cast<int32_t>(half_magnitude == 0 && magnitude != 0);
-    }
-    if (special == 0) continue;
-    for (size_t i = begin; i < end; ++i) {
-      const float magnitude = std::fabs(in[i]);
-      if (magnitude > kFloat16Max && std::isfinite(magnitude)) {
-        if (record.clamped == 0 || magnitude > std::fabs(record.worst)) record.worst = in[i];
-        ++record.clamped;
-        out[i] = static_cast<uint16_t>((out[i] & 0x8000u) | kFloat16MaxBits);
-      } else if ((out[i] & 0x7FFFu) == 0 && magnitude != 0.0f) {
-        ++record.flushed_to_zero;
-      }
-    }
-  }
-}
 
 Status ConvertInitializers(PassContext& context) {
   ConversionPlan& plan = context.plan;
