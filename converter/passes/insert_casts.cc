@@ -134,22 +134,25 @@ class CastInserter {
       // original name, a new value.
       const std::string low_name = names_.Take(name + "_amp_" + std::string(DTypeName(actual)));
       values_.Rename(value, low_name);
-      RenameValue(name, low_name, g);
+      RenameValue(value, name, low_name, g);
       AddCast(value, name, wanted, g);
     }
     return Status::Ok();
   }
 
-  // Renames the value `from` (produced in graph `g`) in its producer and every reader.
-  void RenameValue(const std::string& from, const std::string& to, int g) {
+  // Renames the value `value`, called `from` and produced in graph `g`, in its producer
+  // and every reader (found by value id, which the plan keeps for each input and output).
+  void RenameValue(int value, const std::string& from, const std::string& to, int g) {
     for (size_t n = 0; n < plan_.node_order.size(); ++n) {
       if (!IsWithin(plan_.nodes[n].graph, g)) continue;
       auto* node = const_cast<onnx::NodeProto*>(plan_.node_order[n]);
-      for (int i = 0; i < node->input_size(); ++i) {
-        if (node->input(i) == from) node->set_input(i, to);
+      const std::span<const int> inputs = plan_.InputValues(n);
+      for (int i = 0; i < static_cast<int>(inputs.size()); ++i) {
+        if (inputs[i] == value) node->set_input(i, to);
       }
-      for (int o = 0; o < node->output_size(); ++o) {
-        if (node->output(o) == from) node->set_output(o, to);
+      const std::span<const int> outputs = plan_.OutputValues(n);
+      for (int o = 0; o < static_cast<int>(outputs.size()); ++o) {
+        if (outputs[o] == value) node->set_output(o, to);
       }
     }
     for (int s = 0; s < static_cast<int>(plan_.graphs.size()); ++s) {
