@@ -88,7 +88,7 @@ void Painter::SeedDeny(int u, const std::string& reason) {
 void Painter::SeedDenyNode(int ref, const std::string& reason) {
   const NodeRef& node_ref = refs_[ref];
   const auto slots = slot_units_.begin() + node_ref.slots;
-  const std::set<int> units(slots, slots + node_ref.node->input_size() + node_ref.node->output_size());
+  const std::set<int> units(slots, slots + node_ref.inputs + node_ref.outputs);
   for (int u : units) {
     if (u >= 0) SeedDeny(u, reason);
   }

@@ -53,8 +53,8 @@ void Painter::FillPlan() {
     node_plan.graph = ref.graph;
     node_plan.node_class = ref.node_class;
     node_plan.slots = ref.slots;
-    node_plan.inputs = node.input_size();
-    node_plan.outputs = node.output_size();
+    node_plan.inputs = ref.inputs;
+    node_plan.outputs = ref.outputs;
     bool any_low = false;
     const Unit* first = nullptr;
     const Unit* first_low = nullptr;

@@ -23,15 +23,18 @@ void Painter::AddGraph(onnx::GraphProto& graph, int parent, const std::string& p
     node_ref.node = &node;
     node_ref.graph = index;
     const OpInfo& op = InfoOf(node);
+    node_ref.op = &op;
     node_ref.node_class = op.node_class ? *op.node_class : policy_.ClassOf(node.domain(), node.op_type(), node.name());
     node_ref.slots = static_cast<int>(slot_values_.size());
+    node_ref.inputs = node.input_size();
+    node_ref.outputs = node.output_size();
     values_.AppendNodeValueIds(ref, node, slot_values_);
-    for (int o = 0; o < node.output_size(); ++o) {
+    for (int o = 0; o < node_ref.outputs; ++o) {
       const int id = OutputValue(node_ref, o);
       if (id >= 0) producers_[id] = {ref, o};
     }
     refs_.push_back(node_ref);
-    if (constants && node.op_type() == "Constant" && node.output_size() == 1) {
+    if (constants && op.constant && node_ref.outputs == 1) {
       for (const auto& attr : node.attribute()) {
         if (attr.name() == "value") AddConstant(node.output(0), attr.t());
         if (attr.name() == "value_float" || attr.name() == "value_floats") {
@@ -75,14 +78,19 @@ const OpInfo& Painter::InfoOf(const onnx::NodeProto& node) {
   }
   op.def = FindOpPrecision(node.domain(), node.op_type());
   if (!policy_.ReadsNodeNames()) op.node_class = policy_.ClassOf(node.domain(), node.op_type(), "");
+  const std::string& type = node.op_type();
+  op.control_flow = IsOnnxDomain(node.domain()) && (type == "If" || type == "Loop" || type == "Scan");
+  op.cast = IsOnnxDomain(node.domain()) && type == "Cast";
+  op.softmax = type == "Softmax" || type == "LogSoftmax";
+  op.constant = type == "Constant";
   return op;
 }
 
 // Softmax/LogSoftmax writing a kept graph output stays float32, as Keras keeps the
 // model's final activation.
-bool Painter::FeedsKeptOutput(const onnx::NodeProto& node) const {
-  if (node.op_type() != "Softmax" && node.op_type() != "LogSoftmax") return false;
-  for (const auto& out : node.output()) {
+bool Painter::FeedsKeptOutput(const NodeRef& ref) const {
+  if (!ref.op->softmax) return false;
+  for (const auto& out : ref.node->output()) {
     auto it = graph_output_uses_.find(out);
     if (it == graph_output_uses_.end()) continue;
     for (const auto& [graph, index] : it->second) {
@@ -96,14 +104,13 @@ bool Painter::FeedsKeptOutput(const onnx::NodeProto& node) const {
 // readers are asked for.
 void Painter::ResolveInputs(int ref) {
   const NodeRef& node_ref = refs_[ref];
-  const onnx::NodeProto& node = *node_ref.node;
-  for (int i = 0; i < node.input_size(); ++i) {
-    if (node.input(i).empty()) continue;
-    const int id = InputValue(node_ref, i);
+  for (int i = 0; i < node_ref.inputs; ++i) {
+    const int id = InputValue(node_ref, i);  // -1 for an absent input
+    if (id < 0) continue;
     const Slot source = ProducerOf(id);
     if (source.node_ref >= 0) {
       if (refs_[source.node_ref].node->op_type() == "Cast") consumers_[id].push_back({ref, i});
-    } else if (id >= 0 && main_inputs_[id]) {
+    } else if (main_inputs_[id]) {
       consumers_[id].push_back({ref, i});
     }
   }
@@ -164,11 +171,11 @@ void Painter::BuildUnits(int ref) {
   if (node_ref.node_class.reason == "unknown op") {
     unknown_ops_.insert(std::string(DisplayDomain(node.domain())) + ":" + node.op_type());
   }
-  if (FeedsKeptOutput(node)) {
+  if (FeedsKeptOutput(node_ref)) {
     node_ref.node_class = {PrecisionClass::kDeny, "feeds a float32 graph output (keep-io-types)", false};
   }
-  const OpInfo& op = InfoOf(node);
-  if (IsOnnxDomain(node.domain()) && (node.op_type() == "If" || node.op_type() == "Loop" || node.op_type() == "Scan")) {
+  const OpInfo& op = *node_ref.op;
+  if (op.control_flow) {
     BuildControlFlowUnits(ref, op.schema);
     return;
   }
@@ -218,9 +225,8 @@ void Painter::AddUnit(int ref, const OpInfo& op, const VariableGroup& group) {
   if (unit.input_count == 0 && unit.output_count == 0) return;
   ports_.insert(ports_.end(), group.outputs.begin(), group.outputs.end());
 
-  const bool is_cast = node.op_type() == "Cast" && IsOnnxDomain(node.domain());
-  if (is_cast && unit.output_count > 0) unit.cast_output = true;
-  if (is_cast && unit.output_count == 0) unit.precision_class = PrecisionClass::kClear;
+  if (op.cast && unit.output_count > 0) unit.cast_output = true;
+  if (op.cast && unit.output_count == 0) unit.precision_class = PrecisionClass::kClear;
 
   if (!unit.eligible) {
     // reason already set

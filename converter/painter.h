@@ -114,23 +114,30 @@ struct Slot {
   int index = -1;
 };
 
-// One node. Its inputs and then its outputs have the entries from `slots` on of the
-// painter's per-slot arrays (value ids, units), laid out as ConversionPlan's.
-struct NodeRef {
-  onnx::NodeProto* node = nullptr;
-  int graph = 0;
-  NodeClass node_class;
-  int slots = 0;
-
-  int InputSlot(int i) const { return slots + i; }
-  int OutputSlot(int o) const { return slots + node->input_size() + o; }
-};
-
 // What painting needs of an op, looked up once per domain and op type.
 struct OpInfo {
   const onnx::OpSchema* schema = nullptr;  // at the model opset; nullptr when there is none
   const OpPrecisionDef* def = nullptr;     // its ops.def row
   std::optional<NodeClass> node_class;     // the policy's class, when no node regex applies
+  bool control_flow = false;  // If, Loop or Scan
+  bool cast = false;          // Cast
+  bool softmax = false;       // Softmax or LogSoftmax, in any domain
+  bool constant = false;      // Constant, in any domain
+};
+
+// One node. Its inputs and then its outputs have the entries from `slots` on of the
+// painter's per-slot arrays (value ids, units), laid out as ConversionPlan's.
+struct NodeRef {
+  onnx::NodeProto* node = nullptr;
+  const OpInfo* op = nullptr;
+  int graph = 0;
+  NodeClass node_class;
+  int slots = 0;
+  int inputs = 0;   // the node's input count
+  int outputs = 0;  // its output count
+
+  int InputSlot(int i) const { return slots + i; }
+  int OutputSlot(int o) const { return slots + inputs + o; }
 };
 
 // The inputs and outputs of one node bound to one type variable, before they become a unit.
@@ -162,7 +169,7 @@ class Painter {
   // paint_units.cc
   void AddGraph(onnx::GraphProto& graph, int parent, const std::string& path);
   void AddConstant(const std::string& name, const onnx::TensorProto& tensor);
-  bool FeedsKeptOutput(const onnx::NodeProto& node) const;
+  bool FeedsKeptOutput(const NodeRef& ref) const;
   const OpInfo& InfoOf(const onnx::NodeProto& node);
   std::span<const VariableGroup> GroupsOf(const onnx::NodeProto& node, const onnx::OpSchema* schema,
                                           std::vector<VariableGroup>& uncached);
@@ -283,7 +290,8 @@ class Painter {
   std::unordered_map<int, std::vector<Slot>> consumers_;
   // Keyed by views of the model's names, which Paint leaves unchanged.
   std::unordered_map<std::string_view, std::vector<std::pair<int, int>>> graph_output_uses_;  // (graph, output index)
-  std::unordered_map<std::string_view, std::unordered_map<std::string_view, OpInfo>> ops_;  // by domain, op type
+  // By domain and op type; NodeRef::op points into it.
+  std::unordered_map<std::string_view, std::unordered_map<std::string_view, OpInfo>> ops_;
   std::map<GroupingKey, std::vector<VariableGroup>> groupings_;
   std::set<std::string> unknown_ops_;
   std::unordered_map<int, const onnx::TensorProto*> constants_;  // initializers and Constant values, by value id
