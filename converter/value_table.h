@@ -62,7 +62,7 @@ class ValueTable {
   int Add(std::string_view name, DType type);
 
   // Per graph, as inference found them; keys view the model's names.
-  std::vector<std::unordered_map<std::string_view, GraphValue>> scopes_;
+  std::vector<NameMap<GraphValue>> scopes_;
   std::deque<std::string> owned_;  // a deque: views of these strings must not move
   std::unordered_map<std::string_view, int> added_;  // names in owned_
   std::vector<std::string_view> names_;

@@ -1,6 +1,7 @@
 #include "runtime/onnx/type_inference.h"
 
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include <onnx/defs/schema.h>
@@ -49,7 +50,7 @@ class TypeWalker {
     types_.graphs.push_back({&graph, parent, {}});
     paths_.push_back(path);
     types_.graphs[g].values.reserve(graph.input_size() + graph.initializer_size() + 2 * graph.node_size());
-    std::unordered_map<std::string_view, ValueType> declared;
+    NameMap<ValueType> declared;
     for (const auto& info : graph.value_info()) AddDeclared(info, declared);
     for (const auto& info : graph.output()) AddDeclared(info, declared);
 
@@ -88,12 +89,12 @@ class TypeWalker {
     return Status::Ok();
   }
 
-  static void AddDeclared(const onnx::ValueInfoProto& info, std::unordered_map<std::string_view, ValueType>& declared) {
+  static void AddDeclared(const onnx::ValueInfoProto& info, NameMap<ValueType>& declared) {
     const ValueType type = ValueTypeOf(info.type());
-    if (type.known()) declared[info.name()] = type;
+    if (type.known()) declared.try_emplace(info.name()).first->second = type;
   }
 
-  Status VisitNode(const onnx::NodeProto& node, int g, const std::unordered_map<std::string_view, ValueType>& declared) {
+  Status VisitNode(const onnx::NodeProto& node, int g, const NameMap<ValueType>& declared) {
     // Where this node's value ids go (an index: the bodies' nodes append to the vector).
     int ids = -1;
     if (options_.record_node_values) {
