@@ -13,8 +13,8 @@ void Painter::KeepShapeArithmetic() {
   std::vector<char> from_int(n, 0), to_int(n, 0);
   std::vector<int> forward, backward;
   for (int u = 0; u < n; ++u) {
+    if (!refs_[units_[u].node_ref].op->cast) continue;
     const onnx::NodeProto& node = *units_[u].node;
-    if (node.op_type() != "Cast" || !IsOnnxDomain(node.domain())) continue;
     const DType input_type = TypeOf(node.input(0));
     const DType output_type = TypeOf(node.output(0));
     if (units_[u].cast_output && (IsInteger(input_type) || input_type == DType::kBool)) {
@@ -101,25 +101,29 @@ void Painter::DenyOutOfRangeValues() {
   const double largest = LargestFinite(plan_.low_type);
   const std::string low_name(DTypeName(plan_.low_type));
   for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
-    // Value `id`, called `name`, an input or output of the unit.
-    auto check = [&](const std::string& name, int id) {
+    const NodeRef& ref = refs_[units_[u].node_ref];
+    // Value `id`, input or output `index` of the unit's node. Its name is read only where
+    // it matters: most values are neither constants nor recorded on sample data.
+    auto check = [&](int id, bool input, int index) {
+      auto name = [&]() -> const std::string& { return input ? ref.node->input(index) : ref.node->output(index); };
       auto summary = summaries_.find(id);
       if (summary != summaries_.end()) {
         const double worst = summary->second.largest_finite;
         if (worst > largest) {
-          SeedDeny(u, "constant '" + name + "' holds |x| = " + FormatNumber(worst) + ", beyond " + low_name +
+          SeedDeny(u, "constant '" + name() + "' holds |x| = " + FormatNumber(worst) + ", beyond " + low_name +
                           "'s largest finite " + FormatNumber(largest) + " (init_max)");
         }
       }
-      auto recorded = policy_.data_ranges.find(name);
+      if (policy_.data_ranges.empty()) return;
+      auto recorded = policy_.data_ranges.find(name());
       if (recorded != policy_.data_ranges.end() && recorded->second > largest) {
-        SeedDeny(u, "value '" + name + "' reached |x| = " + FormatNumber(recorded->second) + " on sample data, beyond " +
-                        low_name + "'s largest finite " + FormatNumber(largest) + " (data_max)");
+        SeedDeny(u, "value '" + name() + "' reached |x| = " + FormatNumber(recorded->second) +
+                        " on sample data, beyond " + low_name + "'s largest finite " + FormatNumber(largest) +
+                        " (data_max)");
       }
     };
-    const NodeRef& ref = refs_[units_[u].node_ref];
-    for (int i : Inputs(u)) check(ref.node->input(i), InputValue(ref, i));
-    for (int o : Outputs(u)) check(ref.node->output(o), OutputValue(ref, o));
+    for (int i : Inputs(u)) check(InputValue(ref, i), true, i);
+    for (int o : Outputs(u)) check(OutputValue(ref, o), false, o);
   }
 }
 
@@ -217,7 +221,7 @@ Status Painter::DenyLongReductions() {
   for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
     const Unit& unit = units_[u];
     if (Paintable(u) && unit.precision_class != PrecisionClass::kDeny && !Inputs(u).empty() &&
-        Inputs(u).front() == 0 && IsSumReduction(unit.node->domain(), unit.node->op_type())) {
+        Inputs(u).front() == 0 && refs_[unit.node_ref].op->sum_reduction) {
       candidates.push_back(u);
     }
   }

@@ -15,7 +15,12 @@ void Painter::AddGraph(onnx::GraphProto& graph, int parent, const std::string& p
   for (int o = 0; o < graph.output_size(); ++o) graph_output_uses_[graph.output(o).name()].push_back({index, o});
   const bool constants = policy_.IsMixed();  // only the mixed policies' value rules read them
   if (constants) {
-    for (const auto& init : graph.initializer()) AddConstant(init.name(), init);
+    const std::span<const int> known = values_.InitializerIds(graph);
+    for (int k = 0; k < graph.initializer_size(); ++k) {
+      const onnx::TensorProto& init = graph.initializer(k);
+      AddConstant(known.size() == static_cast<size_t>(graph.initializer_size()) ? known[k] : values_.Find(init.name()),
+                  init);
+    }
   }
   for (auto& node : *graph.mutable_node()) {
     const int ref = static_cast<int>(refs_.size());
@@ -36,9 +41,9 @@ void Painter::AddGraph(onnx::GraphProto& graph, int parent, const std::string& p
     refs_.push_back(node_ref);
     if (constants && op.constant && node_ref.outputs == 1) {
       for (const auto& attr : node.attribute()) {
-        if (attr.name() == "value") AddConstant(node.output(0), attr.t());
+        if (attr.name() == "value") AddConstant(OutputValue(node_ref, 0), attr.t());
         if (attr.name() == "value_float" || attr.name() == "value_floats") {
-          summaries_[values_.Find(node.output(0))] = SummarizeFloatAttribute(attr);
+          summaries_[OutputValue(node_ref, 0)] = SummarizeFloatAttribute(attr);
         }
       }
     }
@@ -53,10 +58,9 @@ void Painter::AddGraph(onnx::GraphProto& graph, int parent, const std::string& p
   }
 }
 
-// Records an initializer or Constant value; a float32 one is summarized once for the
-// value rules, from memory or, left in its external file, from `external_`.
-void Painter::AddConstant(const std::string& name, const onnx::TensorProto& tensor) {
-  const int id = values_.Find(name);
+// Records value `id`, an initializer or Constant value; a float32 one is summarized once
+// for the value rules, from memory or, left in its external file, from `external_`.
+void Painter::AddConstant(int id, const onnx::TensorProto& tensor) {
   constants_[id] = &tensor;
   if (tensor.data_type() != onnx::TensorProto::FLOAT) return;
   if (tensor.data_location() != onnx::TensorProto::EXTERNAL) {
@@ -83,6 +87,7 @@ const OpInfo& Painter::InfoOf(const onnx::NodeProto& node) {
   op.cast = IsOnnxDomain(node.domain()) && type == "Cast";
   op.softmax = type == "Softmax" || type == "LogSoftmax";
   op.constant = type == "Constant";
+  op.sum_reduction = IsSumReduction(node.domain(), type);
   return op;
 }
 

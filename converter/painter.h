@@ -123,6 +123,7 @@ struct OpInfo {
   bool cast = false;          // Cast
   bool softmax = false;       // Softmax or LogSoftmax, in any domain
   bool constant = false;      // Constant, in any domain
+  bool sum_reduction = false;  // ops.def: adds up the elements it reduces
 };
 
 // One node. Its inputs and then its outputs have the entries from `slots` on of the
@@ -168,7 +169,7 @@ class Painter {
  private:
   // paint_units.cc
   void AddGraph(onnx::GraphProto& graph, int parent, const std::string& path);
-  void AddConstant(const std::string& name, const onnx::TensorProto& tensor);
+  void AddConstant(int id, const onnx::TensorProto& tensor);
   bool FeedsKeptOutput(const NodeRef& ref) const;
   const OpInfo& InfoOf(const onnx::NodeProto& node);
   std::span<const VariableGroup> GroupsOf(const onnx::NodeProto& node, const onnx::OpSchema* schema,

@@ -10,12 +10,14 @@ ValueTable::ValueTable(ModelTypes&& types)
     : names_(types.value_count), types_(types.value_count, DType::kUndefined), nodes_(std::move(types.nodes)),
       node_value_ids_(std::move(types.node_value_ids)) {
   scopes_.reserve(types.graphs.size());
+  initializers_.reserve(types.graphs.size());
   for (GraphTypes& graph : types.graphs) {
     for (const auto& [name, value] : graph.values) {
       names_[value.id] = name;
       types_[value.id] = value.type.TensorDType();
     }
     scopes_.push_back(std::move(graph.values));
+    initializers_.emplace_back(graph.graph, std::move(graph.initializers));
   }
 }
 
@@ -65,6 +67,13 @@ void ValueTable::AppendNodeValueIds(int n, const onnx::NodeProto& node, std::vec
   }
   for (const std::string& name : node.input()) ids.push_back(name.empty() ? -1 : Find(name));
   for (const std::string& name : node.output()) ids.push_back(name.empty() ? -1 : Find(name));
+}
+
+std::span<const int> ValueTable::InitializerIds(const onnx::GraphProto& graph) const {
+  for (const auto& [known, ids] : initializers_) {
+    if (known == &graph) return ids;
+  }
+  return {};
 }
 
 void ValueTable::DropNodeRecords() {

@@ -11,15 +11,17 @@
 #pragma once
 
 #include <deque>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "runtime/core/dtype.h"
 #include "runtime/onnx/type_inference.h"
 
-namespace onnx { class NodeProto; }
+namespace onnx { class GraphProto; class NodeProto; }
 
 namespace onnx_amp {
 
@@ -57,6 +59,9 @@ class ValueTable {
   void AppendNodeValueIds(int n, const onnx::NodeProto& node, std::vector<int>& ids) const;
   // Frees the node records once nobody asks AppendNodeValueIds any more.
   void DropNodeRecords();
+  // The ids of `graph`'s initializers in order, as inference numbered them; empty for a
+  // graph the table does not know (then look them up by name).
+  std::span<const int> InitializerIds(const onnx::GraphProto& graph) const;
 
  private:
   int Add(std::string_view name, DType type);
@@ -69,6 +74,7 @@ class ValueTable {
   std::vector<DType> types_;
   std::vector<NodeValues> nodes_;
   std::vector<int> node_value_ids_;
+  std::vector<std::pair<const onnx::GraphProto*, std::vector<int>>> initializers_;  // by graph
 };
 
 }  // namespace onnx_amp

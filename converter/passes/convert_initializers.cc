@@ -52,8 +52,11 @@ Status ConvertInitializers(PassContext& context) {
   std::vector<int> ids;
   std::vector<char> initializer(values.size(), 0);
   for (const GraphScope& scope : plan.graphs) {
-    for (const auto& init : scope.graph->initializer()) {
-      const int id = values.Find(init.name());
+    const std::span<const int> known = values.InitializerIds(*scope.graph);
+    const auto& initializers = scope.graph->initializer();
+    for (int k = 0; k < initializers.size(); ++k) {
+      const int id = known.size() == static_cast<size_t>(initializers.size()) ? known[k]
+                                                                              : values.Find(initializers[k].name());
       ids.push_back(id);
       if (id >= 0) initializer[id] = 1;
     }

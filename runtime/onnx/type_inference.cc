@@ -65,8 +65,11 @@ class TypeWalker {
       if (!type.known()) type = given;
       ONNX_AMP_RETURN_IF_ERROR(Define(g, input.name(), type, nullptr));
     }
+    types_.graphs[g].initializers.reserve(graph.initializer_size());
     for (const auto& tensor : graph.initializer()) {
-      Entry(g, tensor.name()).type = ValueType::Tensor(tensor.data_type());
+      GraphValue& value = Entry(g, tensor.name());
+      value.type = ValueType::Tensor(tensor.data_type());
+      types_.graphs[g].initializers.push_back(value.id);
     }
     for (const auto& sparse : graph.sparse_initializer()) {
       Entry(g, sparse.values().name()).type = ValueType::Tensor(sparse.values().data_type());

@@ -54,6 +54,7 @@ struct GraphTypes {
   const onnx::GraphProto* graph = nullptr;
   int parent = -1;  // index of the enclosing graph in ModelTypes::graphs; -1 for the main graph
   NameMap<GraphValue> values;
+  std::vector<int> initializers;  // the id of each of graph->initializer(), in order
 
   ValueType Find(std::string_view name) const;
 };
