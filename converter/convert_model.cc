@@ -56,7 +56,7 @@ Expected<ValueSummaries> SummarizeExternalTensors(const onnx::ModelProto& model,
 Status PaintAndRewrite(ConvertResult& result, const ConvertOptions& options, SettledOpset settled) {
   ValueTable values = std::move(settled.types);
   ValueSummaries external;
-  if (!options.external_data_folder.empty()) {
+  if (!options.external_data_folder.empty() && options.policy.IsMixed()) {  // only their value rules read them
     ONNX_AMP_ASSIGN_OR_RETURN(external, SummarizeExternalTensors(result.model, options.external_data_folder));
   }
   ONNX_AMP_ASSIGN_OR_RETURN(ConversionPlan plan,

@@ -77,7 +77,13 @@ Expected<ConversionPlan> Painter::Run() {
   units_.reserve(nodes);
   producers_.assign(values_.size(), Slot{});
   AddGraph(*model_.mutable_graph(), -1, "main");
-  for (const auto& input : model_.graph().input()) main_inputs_.insert(input.name());
+  values_.DropNodeRecords();  // every node's value ids are in slot_values_ now
+  slot_units_.assign(slot_values_.size(), -1);
+  main_inputs_.assign(values_.size(), 0);
+  for (const auto& input : model_.graph().input()) {
+    const int id = values_.Find(input.name());
+    if (id >= 0) main_inputs_[id] = 1;
+  }
   for (int r = 0; r < static_cast<int>(refs_.size()); ++r) BuildUnits(r);
   LinkUnits();
   KeepShapeArithmetic();

@@ -13,8 +13,8 @@ void Painter::KeepShapeArithmetic() {
   std::vector<char> from_int(n, 0), to_int(n, 0);
   std::vector<int> forward, backward;
   for (int u = 0; u < n; ++u) {
+    if (!refs_[units_[u].node_ref].op->cast) continue;
     const onnx::NodeProto& node = *units_[u].node;
-    if (node.op_type() != "Cast" || !IsOnnxDomain(node.domain())) continue;
     const DType input_type = TypeOf(node.input(0));
     const DType output_type = TypeOf(node.output(0));
     if (units_[u].cast_output && (IsInteger(input_type) || input_type == DType::kBool)) {
@@ -30,7 +30,7 @@ void Painter::KeepShapeArithmetic() {
     while (!stack.empty()) {
       const int u = stack.back();
       stack.pop_back();
-      for (int v : down ? units_[u].fanout : units_[u].fanin) {
+      for (int v : down ? Fanout(u) : Fanin(u)) {
         if (reached[v]) continue;
         reached[v] = 1;
         stack.push_back(v);
@@ -42,13 +42,13 @@ void Painter::KeepShapeArithmetic() {
   for (int u = 0; u < n; ++u) {
     if (!from_int[u] || !to_int[u] || !units_[u].eligible) continue;
     units_[u].eligible = false;
-    units_[u].reason = "shape arithmetic between integer Casts: float16 is exact for integers only up to 2048";
+    units_[u].reason = Text("shape arithmetic between integer Casts: float16 is exact for integers only up to 2048");
   }
 }
 
 // Whether a float32 initializer or Constant holds a non-zero magnitude below `limit`.
-bool Painter::HoldsTinyConstant(const std::string& name, float limit) const {
-  auto it = summaries_.find(name);
+bool Painter::HoldsTinyConstant(int value, float limit) const {
+  auto it = summaries_.find(value);
   return it != summaries_.end() && it->second.smallest_nonzero > 0.0f && it->second.smallest_nonzero < limit;
 }
 
@@ -57,20 +57,21 @@ bool Painter::HoldsTinyConstant(const std::string& name, float limit) const {
 // these float32). The guard and its reader are denied.
 void Painter::DenyTinyEpsilonGuards() {
   constexpr float kHalfSmallestNormal = 6.103515625e-05f;
-  for (Unit& unit : units_) {
+  for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
+    Unit& unit = units_[u];
     const onnx::NodeProto& node = *unit.node;
     if (node.op_type() != "Add" && node.op_type() != "Max") continue;
     bool tiny = false;
-    for (int i : unit.inputs) tiny |= HoldsTinyConstant(node.input(i), kHalfSmallestNormal);
+    for (int i : Inputs(u)) tiny |= HoldsTinyConstant(InputValue(refs_[unit.node_ref], i), kHalfSmallestNormal);
     if (!tiny) continue;
-    for (int reader : unit.fanout) {
+    for (int reader : Fanout(u)) {
       const std::string& op = units_[reader].node->op_type();
       if (op != "Div" && op != "Reciprocal" && op != "Pow" && op != "Sqrt" && op != "Log") continue;
       for (Unit* guarded : {&unit, &units_[reader]}) {
         if (!guarded->eligible || guarded->precision_class == PrecisionClass::kDeny) continue;
         if (refs_[guarded->node_ref].node_class.user_pinned) continue;
         guarded->precision_class = PrecisionClass::kDeny;
-        guarded->reason = "deny: epsilon guard '" + NodeLabel(node) + "' adds a constant below float16's smallest normal";
+        guarded->reason = Text("deny: epsilon guard '" + NodeLabel(node) + "' adds a constant below float16's smallest normal");
       }
     }
   }
@@ -81,12 +82,13 @@ void Painter::SeedDeny(int u, const std::string& reason) {
   Unit& unit = units_[u];
   if (!Paintable(u) || refs_[unit.node_ref].node_class.user_pinned) return;
   unit.precision_class = PrecisionClass::kDeny;
-  unit.reason = "deny: " + reason;
+  unit.reason = Text("deny: " + reason);
 }
 
 void Painter::SeedDenyNode(int ref, const std::string& reason) {
-  std::set<int> units(refs_[ref].input_unit.begin(), refs_[ref].input_unit.end());
-  units.insert(refs_[ref].output_unit.begin(), refs_[ref].output_unit.end());
+  const NodeRef& node_ref = refs_[ref];
+  const auto slots = slot_units_.begin() + node_ref.slots;
+  const std::set<int> units(slots, slots + node_ref.inputs + node_ref.outputs);
   for (int u : units) {
     if (u >= 0) SeedDeny(u, reason);
   }
@@ -99,26 +101,29 @@ void Painter::DenyOutOfRangeValues() {
   const double largest = LargestFinite(plan_.low_type);
   const std::string low_name(DTypeName(plan_.low_type));
   for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
-    const Unit& unit = units_[u];
-    std::vector<const std::string*> names;
-    for (int i : unit.inputs) names.push_back(&unit.node->input(i));
-    for (int o : unit.outputs) names.push_back(&unit.node->output(o));
-    for (const std::string* name_ptr : names) {
-      const std::string& name = *name_ptr;
-      auto summary = summaries_.find(name);
+    const NodeRef& ref = refs_[units_[u].node_ref];
+    // Value `id`, input or output `index` of the unit's node. Its name is read only where
+    // it matters: most values are neither constants nor recorded on sample data.
+    auto check = [&](int id, bool input, int index) {
+      auto name = [&]() -> const std::string& { return input ? ref.node->input(index) : ref.node->output(index); };
+      auto summary = summaries_.find(id);
       if (summary != summaries_.end()) {
         const double worst = summary->second.largest_finite;
         if (worst > largest) {
-          SeedDeny(u, "constant '" + name + "' holds |x| = " + FormatNumber(worst) + ", beyond " + low_name +
+          SeedDeny(u, "constant '" + name() + "' holds |x| = " + FormatNumber(worst) + ", beyond " + low_name +
                           "'s largest finite " + FormatNumber(largest) + " (init_max)");
         }
       }
-      auto recorded = policy_.data_ranges.find(name);
+      if (policy_.data_ranges.empty()) return;
+      auto recorded = policy_.data_ranges.find(name());
       if (recorded != policy_.data_ranges.end() && recorded->second > largest) {
-        SeedDeny(u, "value '" + name + "' reached |x| = " + FormatNumber(recorded->second) + " on sample data, beyond " +
-                        low_name + "'s largest finite " + FormatNumber(largest) + " (data_max)");
+        SeedDeny(u, "value '" + name() + "' reached |x| = " + FormatNumber(recorded->second) +
+                        " on sample data, beyond " + low_name + "'s largest finite " + FormatNumber(largest) +
+                        " (data_max)");
       }
-    }
+    };
+    for (int i : Inputs(u)) check(InputValue(ref, i), true, i);
+    for (int o : Outputs(u)) check(OutputValue(ref, o), false, o);
   }
 }
 
@@ -139,7 +144,7 @@ void Painter::DenyExpReductions() {
     queue.assign(1, e);
     for (size_t q = 0; q < queue.size(); ++q) {
       const int u = queue[q];
-      for (int v : units_[u].fanout) {
+      for (int v : Fanout(u)) {
         if (parent[v] != -2 || units_[v].cluster >= 0) continue;
         parent[v] = u;
         reached.push_back(v);
@@ -215,8 +220,8 @@ Status Painter::DenyLongReductions() {
   std::vector<int> candidates;
   for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
     const Unit& unit = units_[u];
-    if (Paintable(u) && unit.precision_class != PrecisionClass::kDeny && !unit.inputs.empty() &&
-        unit.inputs.front() == 0 && IsSumReduction(unit.node->domain(), unit.node->op_type())) {
+    if (Paintable(u) && unit.precision_class != PrecisionClass::kDeny && !Inputs(u).empty() &&
+        Inputs(u).front() == 0 && refs_[unit.node_ref].op->sum_reduction) {
       candidates.push_back(u);
     }
   }
@@ -227,8 +232,7 @@ Status Painter::DenyLongReductions() {
   CollectShapes(copy.graph(), shapes);
   const double limit = 1.0 / UnitRoundoff(plan_.low_type);
   for (int u : candidates) {
-    const onnx::NodeProto& node = *units_[u].node;
-    auto count = ReducedCount(node, shapes);
+    auto count = ReducedCount(refs_[units_[u].node_ref], shapes);
     if (!count || static_cast<double>(*count) < limit) continue;
     SeedDeny(u, "reduces " + std::to_string(*count) + " elements, at least 2^p = " + FormatNumber(limit) +
                     " for " + std::string(DTypeName(plan_.low_type)) + " (long-axis reduction)");
@@ -237,8 +241,9 @@ Status Painter::DenyLongReductions() {
 }
 
 // Elements summed into each output of a Reduce* node, when the shape is known.
-std::optional<int64_t> Painter::ReducedCount(const onnx::NodeProto& node,
+std::optional<int64_t> Painter::ReducedCount(const NodeRef& ref,
                                     const std::unordered_map<std::string, std::vector<int64_t>>& shapes) const {
+  const onnx::NodeProto& node = *ref.node;
   auto shape = shapes.find(node.input(0));
   if (shape == shapes.end()) return std::nullopt;
   const std::vector<int64_t>& dims = shape->second;
@@ -252,9 +257,9 @@ std::optional<int64_t> Painter::ReducedCount(const onnx::NodeProto& node,
     }
   }
   if (!have_axes && node.input_size() > 1 && !node.input(1).empty()) {
-    auto constant = constants_.find(node.input(1));
-    if (constant == constants_.end() || constant->second->data_type() != onnx::TensorProto::INT64) return std::nullopt;
-    axes = Int64Values(*constant->second);
+    const onnx::TensorProto* constant = ConstantOf(InputValue(ref, 1));
+    if (constant == nullptr || constant->data_type() != onnx::TensorProto::INT64) return std::nullopt;
+    axes = Int64Values(*constant);
   }
   if (axes.empty()) {
     if (IntAttr(node, "noop_with_empty_axes", 0) != 0) return 1;

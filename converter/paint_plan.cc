@@ -5,7 +5,7 @@ namespace onnx_amp::paint_internal {
 std::string Painter::ReasonText(const Unit& unit) const {
   const UnitReason& reason = unit.reason;
   switch (reason.kind) {
-    case ReasonKind::kText: return reason.text;
+    case ReasonKind::kText: return reason.text < 0 ? std::string() : reason_texts_[reason.text];
     case ReasonKind::kClass:
       return std::string(PrecisionClassName(reason.precision_class)) + ": " +
              std::string(refs_[unit.node_ref].node_class.reason);
@@ -17,7 +17,7 @@ std::string Painter::ReasonText(const Unit& unit) const {
     case ReasonKind::kNextToLow: return "low: clear op next to low node '" + Label(reason.from) + "'";
     case ReasonKind::kCastRetargeted: return "low: Cast(to=float) retargeted, every consumer is low";
   }
-  return reason.text;
+  return std::string();
 }
 
 // A unit that is still neither deny nor allow keeps float32; say why.
@@ -37,7 +37,6 @@ std::string Painter::FinalReason(const Unit& unit) const {
 // value); TypeOf has nothing to read after this.
 void Painter::ApplyTypeChanges(const std::vector<std::pair<int, DType>>& changed) {
   plan_.values = std::move(values_);
-  plan_.values.DropNodeRecords();  // the plan's nodes hold their ids now
   for (const auto& [id, dtype] : changed) plan_.values.set_type(id, dtype);
 }
 
@@ -47,35 +46,38 @@ void Painter::FillPlan() {
   changed.reserve(refs_.size() + value_units_.size());
   plan_.node_order.reserve(refs_.size());
   plan_.nodes.reserve(refs_.size());
-  for (NodeRef& ref : refs_) {
+  plan_.slot_types.resize(slot_values_.size());
+  for (const NodeRef& ref : refs_) {
     const onnx::NodeProto& node = *ref.node;
     NodePlan node_plan;
     node_plan.graph = ref.graph;
     node_plan.node_class = ref.node_class;
+    node_plan.slots = ref.slots;
+    node_plan.inputs = ref.inputs;
+    node_plan.outputs = ref.outputs;
     bool any_low = false;
     const Unit* first = nullptr;
     const Unit* first_low = nullptr;
-    auto colour = [&](int u, int value) {
-      if (u < 0) return TypeOfValue(value);
-      const Unit& unit = units_[u];
-      if (first == nullptr) first = &unit;
-      if (!unit.allow) return DType::kFloat32;
-      any_low = true;
-      if (first_low == nullptr) first_low = &unit;
-      return low;
-    };
-    node_plan.input_types.reserve(node.input_size());
-    node_plan.output_types.reserve(node.output_size());
-    for (int i = 0; i < node.input_size(); ++i) {
-      node_plan.input_types.push_back(colour(ref.input_unit[i], ref.input_values[i]));
+    // Inputs first, then outputs, as the slots lie.
+    const int outputs = ref.OutputSlot(0);
+    for (int slot = ref.slots; slot < outputs + node_plan.outputs; ++slot) {
+      const int u = slot_units_[slot];
+      DType t = low;
+      if (u < 0) {
+        t = TypeOfValue(slot_values_[slot]);
+      } else {
+        const Unit& unit = units_[u];
+        if (first == nullptr) first = &unit;
+        if (!unit.allow) {
+          t = DType::kFloat32;
+        } else {
+          any_low = true;
+          if (first_low == nullptr) first_low = &unit;
+        }
+      }
+      plan_.slot_types[slot] = t;
+      if (slot >= outputs && slot_values_[slot] >= 0) changed.emplace_back(slot_values_[slot], t);
     }
-    for (int o = 0; o < node.output_size(); ++o) {
-      const DType t = colour(ref.output_unit[o], ref.output_values[o]);
-      node_plan.output_types.push_back(t);
-      if (ref.output_values[o] >= 0) changed.emplace_back(ref.output_values[o], t);
-    }
-    node_plan.input_values = std::move(ref.input_values);
-    node_plan.output_values = std::move(ref.output_values);
     if (any_low) {
       node_plan.compute_type = low;
       if (with_reasons_) node_plan.reason = FinalReason(*first_low);
@@ -101,10 +103,10 @@ void Painter::FillPlan() {
     if (TypeOfValue(id) != DType::kFloat32 || policy_.keep_io_types.Keeps(name) || ProducerOf(id).node_ref >= 0) {
       continue;
     }
-    auto it = consumers_.find(name);
+    auto it = consumers_.find(id);
     if (it == consumers_.end()) continue;
     for (const Slot& slot : it->second) {
-      if (plan_.nodes[slot.node_ref].input_types[slot.index] == low) {  // refs_ are in node_order
+      if (plan_.InputTypes(slot.node_ref)[slot.index] == low) {  // refs_ are in node_order
         changed.emplace_back(id, low);
         break;
       }
@@ -132,6 +134,7 @@ void Painter::FillPlan() {
       }
     }
   }
+  plan_.slot_values = std::move(slot_values_);
   plan_.unknown_ops.assign(unknown_ops_.begin(), unknown_ops_.end());
 }
 

@@ -37,8 +37,9 @@ bool Painter::MatchClusters() {
     if (blocker < 0 || !any_low) continue;
     cluster.forced = true;
     forced = true;
-    const std::string reason = "float32: " + cluster.label + " must match, and its " + units_[blocker].member +
-                               " is not low (" + FinalReason(units_[blocker]) + ")";
+    const UnitReason reason = Text("float32: " + cluster.label + " must match, and its " +
+                                   members_[units_[blocker].member].what + " is not low (" +
+                                   FinalReason(units_[blocker]) + ")");
     for (int u : cluster.members) {
       units_[u].eligible = false;
       units_[u].reason = reason;
@@ -61,7 +62,7 @@ void Painter::PropagateDenyForward() {
   while (!stack.empty()) {
     const int u = stack.back();
     stack.pop_back();
-    for (int p : units_[u].fanin) {
+    for (int p : Fanin(u)) {
       if (Is(p, PrecisionClass::kClear) && !upstream[p]) {
         upstream[p] = 1;
         stack.push_back(p);
@@ -74,7 +75,7 @@ void Painter::PropagateDenyForward() {
     while (!stack.empty()) {
       const int u = stack.back();
       stack.pop_back();
-      for (int v : units_[u].fanout) {
+      for (int v : Fanout(u)) {
         if (units_[v].deny) continue;
         if (!(Is(v, PrecisionClass::kInfer) || (Is(v, PrecisionClass::kClear) && upstream[v]))) continue;
         units_[v].deny = true;
@@ -100,7 +101,7 @@ void Painter::PaintBetweenAllows() {
       while (!stack.empty()) {
         const int u = stack.back();
         stack.pop_back();
-        for (int v : forward ? units_[u].fanout : units_[u].fanin) {
+        for (int v : forward ? Fanout(u) : Fanin(u)) {
           if (!Passable(v) || reached[v] >= 0) continue;
           reached[v] = a;
           stack.push_back(v);
@@ -125,7 +126,7 @@ void Painter::PaintInferAfterAllow() {
       if (!Is(u, PrecisionClass::kInfer) || units_[u].deny || units_[u].allow) continue;
       int allow_fanin = -1;
       bool deny_fanin = false;
-      for (int p : units_[u].fanin) {
+      for (int p : Fanin(u)) {
         if (units_[p].allow) allow_fanin = p;
         if (units_[p].deny) deny_fanin = true;
       }
@@ -145,8 +146,8 @@ void Painter::PaintThroughClear() {
     while (!stack.empty()) {
       const int u = stack.back();
       stack.pop_back();
-      for (const std::vector<int>* next : {&units_[u].fanout, &units_[u].fanin}) {
-        for (int v : *next) {
+      for (const std::span<const int> next : {Fanout(u), Fanin(u)}) {
+        for (int v : next) {
           if (!Is(v, PrecisionClass::kClear) || units_[v].deny || units_[v].allow) continue;
           units_[v].allow = true;
           units_[v].reason = UnitReason(ReasonKind::kNextToLow, a);
@@ -158,15 +159,16 @@ void Painter::PaintThroughClear() {
 }
 
 void Painter::RetargetCasts() {
-  for (Unit& unit : units_) {
+  for (int u = 0; u < static_cast<int>(units_.size()); ++u) {
+    Unit& unit = units_[u];
     if (!unit.cast_output || !unit.eligible) continue;
-    const std::string& out = unit.node->output(unit.outputs.front());
-    if (graph_output_uses_.count(out)) continue;
-    auto it = consumers_.find(out);
+    const int o = Outputs(u).front();
+    if (graph_output_uses_.count(unit.node->output(o))) continue;
+    auto it = consumers_.find(OutputValue(refs_[unit.node_ref], o));
     if (it == consumers_.end() || it->second.empty()) continue;
     bool all_low = true;
     for (const Slot& slot : it->second) {
-      const int c = refs_[slot.node_ref].input_unit[slot.index];
+      const int c = slot_units_[refs_[slot.node_ref].InputSlot(slot.index)];
       all_low &= c >= 0 && units_[c].allow;
     }
     if (!all_low) continue;

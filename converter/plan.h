@@ -3,6 +3,7 @@
 // across a model and its subgraphs (ONNX SSA), so one value table serves every graph.
 #pragma once
 
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -28,13 +29,15 @@ struct GraphScope {
   std::vector<DType> output_types;  // dtype each graph output must have after conversion
 };
 
+// One node's plan. Its inputs and then its outputs have the entries from `slots` on of
+// ConversionPlan::slot_types and slot_values (one array for all nodes: a large graph
+// would otherwise allocate four vectors per node); the plan's accessors give them.
 struct NodePlan {
   int graph = 0;                    // index into ConversionPlan::graphs
   NodeClass node_class;             // class after policy overrides
-  std::vector<DType> input_types;   // dtype each input is read in; kUndefined for absent inputs
-  std::vector<DType> output_types;  // dtype each output is written in
-  std::vector<int> input_values;    // ConversionPlan::values id of each input; -1 for absent inputs
-  std::vector<int> output_values;   // id of each output; -1 for absent outputs
+  int slots = 0;
+  int inputs = 0;                   // the node's input count
+  int outputs = 0;                  // its output count
   DType compute_type = DType::kUndefined;  // low dtype, float32, or kUndefined (no float32 tensors)
   std::string reason;               // the class, rule or neighbour that decided
 };
@@ -56,8 +59,27 @@ struct ConversionPlan {
   std::vector<GraphScope> graphs;   // main graph first, parents before children
   std::vector<const onnx::NodeProto*> node_order;  // graphs in order, nodes in file order
   std::vector<NodePlan> nodes;                     // nodes[n] is the plan of node_order[n]
+  // By node input and output (NodePlan::slots): the dtype it is read or written in
+  // (kUndefined for an absent input) and its `values` id (-1 for an absent one).
+  std::vector<DType> slot_types;
+  std::vector<int> slot_values;
   ValueTable values;  // every value with its dtype after conversion; passes keep it current
   std::vector<std::string> unknown_ops;  // "domain:Op" without an ops.def entry, sorted
+
+  // The dtypes node `n` reads its inputs in and writes its outputs in, and their value ids.
+  std::span<DType> InputTypes(size_t n) { return {slot_types.data() + nodes[n].slots, InputCount(n)}; }
+  std::span<const DType> InputTypes(size_t n) const { return {slot_types.data() + nodes[n].slots, InputCount(n)}; }
+  std::span<DType> OutputTypes(size_t n) { return {slot_types.data() + OutputSlots(n), OutputCount(n)}; }
+  std::span<const DType> OutputTypes(size_t n) const { return {slot_types.data() + OutputSlots(n), OutputCount(n)}; }
+  std::span<int> InputValues(size_t n) { return {slot_values.data() + nodes[n].slots, InputCount(n)}; }
+  std::span<const int> InputValues(size_t n) const { return {slot_values.data() + nodes[n].slots, InputCount(n)}; }
+  std::span<int> OutputValues(size_t n) { return {slot_values.data() + OutputSlots(n), OutputCount(n)}; }
+  std::span<const int> OutputValues(size_t n) const { return {slot_values.data() + OutputSlots(n), OutputCount(n)}; }
+
+ private:
+  size_t InputCount(size_t n) const { return static_cast<size_t>(nodes[n].inputs); }
+  size_t OutputCount(size_t n) const { return static_cast<size_t>(nodes[n].outputs); }
+  size_t OutputSlots(size_t n) const { return static_cast<size_t>(nodes[n].slots + nodes[n].inputs); }
 };
 
 }  // namespace onnx_amp

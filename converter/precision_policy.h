@@ -82,6 +82,9 @@ class PrecisionPolicy {
 
   // The class of one node: node regexes first, then op lists, then ops.def.
   NodeClass ClassOf(std::string_view domain, std::string_view op_type, std::string_view node_name) const;
+  // Whether ClassOf reads the node name (a node regex is set); when not, every node of
+  // an op has the op's class.
+  bool ReadsNodeNames() const { return fp32_nodes_re_.has_value() || low_nodes_re_.has_value(); }
 
  private:
   std::optional<std::regex> fp32_nodes_re_;

@@ -10,12 +10,14 @@ ValueTable::ValueTable(ModelTypes&& types)
     : names_(types.value_count), types_(types.value_count, DType::kUndefined), nodes_(std::move(types.nodes)),
       node_value_ids_(std::move(types.node_value_ids)) {
   scopes_.reserve(types.graphs.size());
+  initializers_.reserve(types.graphs.size());
   for (GraphTypes& graph : types.graphs) {
     for (const auto& [name, value] : graph.values) {
       names_[value.id] = name;
       types_[value.id] = value.type.TensorDType();
     }
     scopes_.push_back(std::move(graph.values));
+    initializers_.emplace_back(graph.graph, std::move(graph.initializers));
   }
 }
 
@@ -56,22 +58,22 @@ void ValueTable::Rename(int id, std::string_view to) {
   added_.emplace(names_[id], id);
 }
 
-void ValueTable::NodeValueIds(int n, const onnx::NodeProto& node, std::vector<int>& inputs,
-                              std::vector<int>& outputs) const {
+void ValueTable::AppendNodeValueIds(int n, const onnx::NodeProto& node, std::vector<int>& ids) const {
+  const int count = node.input_size() + node.output_size();
   if (n < static_cast<int>(nodes_.size()) && nodes_[n].node == &node) {
-    const int* ids = node_value_ids_.data() + nodes_[n].offset;
-    inputs.assign(ids, ids + node.input_size());
-    outputs.assign(ids + node.input_size(), ids + node.input_size() + node.output_size());
+    const int* recorded = node_value_ids_.data() + nodes_[n].offset;
+    ids.insert(ids.end(), recorded, recorded + count);
     return;
   }
-  inputs.assign(node.input_size(), -1);
-  outputs.assign(node.output_size(), -1);
-  for (int i = 0; i < node.input_size(); ++i) {
-    if (!node.input(i).empty()) inputs[i] = Find(node.input(i));
+  for (const std::string& name : node.input()) ids.push_back(name.empty() ? -1 : Find(name));
+  for (const std::string& name : node.output()) ids.push_back(name.empty() ? -1 : Find(name));
+}
+
+std::span<const int> ValueTable::InitializerIds(const onnx::GraphProto& graph) const {
+  for (const auto& [known, ids] : initializers_) {
+    if (known == &graph) return ids;
   }
-  for (int o = 0; o < node.output_size(); ++o) {
-    if (!node.output(o).empty()) outputs[o] = Find(node.output(o));
-  }
+  return {};
 }
 
 void ValueTable::DropNodeRecords() {

@@ -11,15 +11,17 @@
 #pragma once
 
 #include <deque>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "runtime/core/dtype.h"
 #include "runtime/onnx/type_inference.h"
 
-namespace onnx { class NodeProto; }
+namespace onnx { class GraphProto; class NodeProto; }
 
 namespace onnx_amp {
 
@@ -51,24 +53,28 @@ class ValueTable {
   std::string_view name(int id) const { return names_[id]; }
   int size() const { return static_cast<int>(types_.size()); }
 
-  // The ids of the values `node` reads and writes (-1 for absent ones and names the
-  // table lacks): from inference's record `n` (its visit order) when that is `node`,
-  // else by name.
-  void NodeValueIds(int n, const onnx::NodeProto& node, std::vector<int>& inputs, std::vector<int>& outputs) const;
-  // Frees the node records once nobody asks NodeValueIds any more.
+  // Appends to `ids` the ids of the values `node` reads and then of those it writes (-1
+  // for absent ones and names the table lacks): from inference's record `n` (its visit
+  // order) when that is `node`, else by name.
+  void AppendNodeValueIds(int n, const onnx::NodeProto& node, std::vector<int>& ids) const;
+  // Frees the node records once nobody asks AppendNodeValueIds any more.
   void DropNodeRecords();
+  // The ids of `graph`'s initializers in order, as inference numbered them; empty for a
+  // graph the table does not know (then look them up by name).
+  std::span<const int> InitializerIds(const onnx::GraphProto& graph) const;
 
  private:
   int Add(std::string_view name, DType type);
 
   // Per graph, as inference found them; keys view the model's names.
-  std::vector<std::unordered_map<std::string_view, GraphValue>> scopes_;
+  std::vector<NameMap<GraphValue>> scopes_;
   std::deque<std::string> owned_;  // a deque: views of these strings must not move
   std::unordered_map<std::string_view, int> added_;  // names in owned_
   std::vector<std::string_view> names_;
   std::vector<DType> types_;
   std::vector<NodeValues> nodes_;
   std::vector<int> node_value_ids_;
+  std::vector<std::pair<const onnx::GraphProto*, std::vector<int>>> initializers_;  // by graph
 };
 
 }  // namespace onnx_amp

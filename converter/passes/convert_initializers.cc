@@ -1,26 +1,22 @@
 #include "converter/passes/convert_initializers.h"
 
-#include <algorithm>
-#include <cmath>
-#include <cstring>
+#include <span>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include <onnx/onnx_pb.h>
 
 #include "converter/passes/low_tensor.h"
-#include "runtime/core/convert.h"
 
 namespace onnx_amp {
 namespace {
 
-constexpr uint16_t kFloat16MaxBits = 0x7BFF;
-
 struct Use {
   onnx::NodeProto* node = nullptr;
-  NodePlan* plan = nullptr;  // the node's plan, whose value ids follow its inputs
   int input = -1;
+  int slot = -1;  // the input's entry in ConversionPlan::slot_values
   DType dtype = DType::kUndefined;  // dtype the consumer reads it in
 };
 
@@ -46,70 +42,41 @@ void StreamToLow(onnx::TensorProto& tensor, DType low, const std::string& record
 
 }  // namespace
 
-// The AVX2 clone vectorizes the search for values to clamp or count.
-__attribute__((target_clones("avx2", "default"))) void ConvertChunkToLow(const float* in, uint16_t* out,
-                                                                         size_t count, DType low,
-                                                                         ClampedTensor& record) {
-  if (low == DType::kBFloat16) {
-    ConvertFloatToBFloat16(in, out, count);
-    return;
-  }
-  ONNX_AMP_ASSERT(low == DType::kFloat16, "ConvertChunkToLow: not a low dtype");
-  ConvertFloatToHalf(in, out, count);
-  // Finite values beyond the range became inf: clamp them as ConvertTensorToLow does.
-  // Such values and flushed ones are rare: a vectorizable test finds the blocks that
-  // hold any, and only those are walked value by value.
-  constexpr size_t kBlock = 256;
-  constexpr int32_t kFloat16MaxMagnitude = 0x477FE000;  // 65504.0f
-  constexpr int32_t kInfMagnitude = 0x7F800000;
-  for (size_t begin = 0; begin < count; begin += kBlock) {
-    const size_t end = std::min(count, begin + kBlock);
-    int32_t special = 0;
-    for (size_t i = begin; i < end; ++i) {
-      int32_t bits = 0;
-      std::memcpy(&bits, in + i, sizeof(bits));
-      const int32_t magnitude = bits & 0x7FFFFFFF;  // float magnitudes order as int32
-      const int32_t half_magnitude = out[i] & 0x7FFF;
-      special |= static_cast<int32_t>(magnitude > kFloat16MaxMagnitude && magnitude < kInfMagnitude) |
-                 static_cast<int32_t>(half_magnitude == 0 && magnitude != 0);
-    }
-    if (special == 0) continue;
-    for (size_t i = begin; i < end; ++i) {
-      const float magnitude = std::fabs(in[i]);
-      if (magnitude > kFloat16Max && std::isfinite(magnitude)) {
-        if (record.clamped == 0 || magnitude > std::fabs(record.worst)) record.worst = in[i];
-        ++record.clamped;
-        out[i] = static_cast<uint16_t>((out[i] & 0x8000u) | kFloat16MaxBits);
-      } else if ((out[i] & 0x7FFFu) == 0 && magnitude != 0.0f) {
-        ++record.flushed_to_zero;
-      }
-    }
-  }
-}
-
 Status ConvertInitializers(PassContext& context) {
   ConversionPlan& plan = context.plan;
   ConversionReport& report = context.report;
   const DType low = plan.low_type;
   ValueTable& values = plan.values;
-  // Readers of each initializer: uses[use_list[id]] for the initializer with value id `id`.
-  std::vector<int> use_list(values.size(), -1);
-  std::vector<std::vector<Use>> uses;
+  // The initializers' value ids, graph after graph, and the readers of each: the uses
+  // of value id `id`, in node order, are uses[use_begin[id]] to uses[use_begin[id + 1]].
+  std::vector<int> ids;
+  std::vector<char> initializer(values.size(), 0);
   for (const GraphScope& scope : plan.graphs) {
-    for (const auto& init : scope.graph->initializer()) {
-      const int id = values.Find(init.name());
-      if (id < 0 || use_list[id] >= 0) continue;
-      use_list[id] = static_cast<int>(uses.size());
-      uses.emplace_back();
+    const std::span<const int> known = values.InitializerIds(*scope.graph);
+    const auto& initializers = scope.graph->initializer();
+    for (int k = 0; k < initializers.size(); ++k) {
+      const int id = known.size() == static_cast<size_t>(initializers.size()) ? known[k]
+                                                                              : values.Find(initializers[k].name());
+      ids.push_back(id);
+      if (id >= 0) initializer[id] = 1;
     }
   }
+  std::vector<int> use_begin(values.size() + 1, 0);
   for (size_t n = 0; n < plan.node_order.size(); ++n) {
-    NodePlan& node_plan = plan.nodes[n];
-    for (int i = 0; i < static_cast<int>(node_plan.input_values.size()); ++i) {
-      const int id = node_plan.input_values[i];
-      if (id < 0 || use_list[id] < 0) continue;
-      uses[use_list[id]].push_back(
-          {const_cast<onnx::NodeProto*>(plan.node_order[n]), &node_plan, i, node_plan.input_types[i]});
+    for (int id : plan.InputValues(n)) {
+      if (id >= 0 && initializer[id]) ++use_begin[id + 1];
+    }
+  }
+  for (size_t id = 0; id < initializer.size(); ++id) use_begin[id + 1] += use_begin[id];
+  std::vector<Use> uses(use_begin.back());
+  std::vector<int> use_end(use_begin.begin(), use_begin.end() - 1);
+  for (size_t n = 0; n < plan.node_order.size(); ++n) {
+    const std::span<const int> input_values = plan.InputValues(n);
+    for (int i = 0; i < static_cast<int>(input_values.size()); ++i) {
+      const int id = input_values[i];
+      if (id < 0 || !initializer[id]) continue;
+      uses[use_end[id]++] = {const_cast<onnx::NodeProto*>(plan.node_order[n]), i, plan.nodes[n].slots + i,
+                             plan.InputTypes(n)[i]};
     }
   }
   std::unordered_set<std::string> graph_outputs;
@@ -117,19 +84,20 @@ Status ConvertInitializers(PassContext& context) {
     for (const auto& output : scope.graph->output()) graph_outputs.insert(output.name());
   }
 
+  const int* next_id = ids.data();
   for (GraphScope& scope : plan.graphs) {
     onnx::GraphProto& graph = *scope.graph;
     std::unordered_set<std::string> inputs;
     for (const auto& input : graph.input()) inputs.insert(input.name());
     const int initializer_count = graph.initializer_size();  // copies are appended
     for (int k = 0; k < initializer_count; ++k) {
+      const int id = *next_id++;
       onnx::TensorProto& init = *graph.mutable_initializer(k);
       // An initializer listed as a graph input can be overridden at run time: leave it.
       const bool external = IsExternalFloat(init);
       if (inputs.count(init.name()) || !(external || CanConvertTensor(init))) continue;
-      const int id = values.Find(init.name());
-      if (id < 0 || use_list[id] < 0 || uses[use_list[id]].empty()) continue;
-      const std::vector<Use>& readers = uses[use_list[id]];
+      if (id < 0 || use_begin[id] == use_begin[id + 1]) continue;
+      const std::span<const Use> readers(uses.data() + use_begin[id], uses.data() + use_begin[id + 1]);
       bool any_low = false;
       bool any_other = graph_outputs.count(init.name()) > 0;
       for (const Use& use : readers) {
@@ -164,7 +132,7 @@ Status ConvertInitializers(PassContext& context) {
       for (const Use& use : readers) {
         if (use.dtype != low) continue;
         use.node->set_input(use.input, copy.name());
-        use.plan->input_values[use.input] = copy_id;
+        plan.slot_values[use.slot] = copy_id;
       }
       *graph.add_initializer() = std::move(copy);  // invalidates `init`
       ++report.initializers_duplicated;

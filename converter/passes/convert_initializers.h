@@ -9,8 +9,6 @@
 // when the model is written (SaveModelStreaming), which fills its clamp record.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -28,9 +26,5 @@ struct StreamedInitializers {
 };
 
 Status ConvertInitializers(PassContext& context);
-
-// Converts `count` float32 values to `low` as ConvertTensorToLow does (float16 clamps
-// and counts into `record`), for one chunk of a tensor.
-void ConvertChunkToLow(const float* in, uint16_t* out, size_t count, DType low, ClampedTensor& record);
 
 }  // namespace onnx_amp

@@ -17,23 +17,24 @@ class CastInserter {
   Status Run() {
     producers_.assign(values_.size(), Producer{});
     for (size_t n = 0; n < plan_.node_order.size(); ++n) {
-      for (int id : plan_.nodes[n].output_values) {
+      for (int id : plan_.OutputValues(n)) {
         if (id >= 0) producers_[id] = {plan_.node_order[n], plan_.nodes[n].graph};
       }
     }
     for (int g = 0; g < static_cast<int>(plan_.graphs.size()); ++g) ONNX_AMP_RETURN_IF_ERROR(FixOutputs(g));
     for (size_t n = 0; n < plan_.node_order.size(); ++n) {
       auto* node = const_cast<onnx::NodeProto*>(plan_.node_order[n]);
-      NodePlan& node_plan = plan_.nodes[n];
+      const std::span<int> input_values = plan_.InputValues(n);
+      const std::span<const DType> input_types = plan_.InputTypes(n);
       for (int i = 0; i < node->input_size(); ++i) {
-        const int value = node_plan.input_values[i];
+        const int value = input_values[i];
         if (value < 0) continue;  // absent optional input: nothing to cast (pain 2)
-        const DType wanted = node_plan.input_types[i];
+        const DType wanted = input_types[i];
         const DType actual = values_.type(value);
         if (wanted == actual || !IsFloatingPoint(wanted) || !IsFloatingPoint(actual)) continue;
-        const int cast = CastOf(value, wanted, node_plan.graph);
+        const int cast = CastOf(value, wanted, plan_.nodes[n].graph);
         node->set_input(i, std::string(values_.name(cast)));
-        node_plan.input_values[i] = cast;
+        input_values[i] = cast;
       }
     }
     for (GraphScope& scope : plan_.graphs) Materialize(scope);
@@ -133,22 +134,25 @@ class CastInserter {
       // original name, a new value.
       const std::string low_name = names_.Take(name + "_amp_" + std::string(DTypeName(actual)));
       values_.Rename(value, low_name);
-      RenameValue(name, low_name, g);
+      RenameValue(value, name, low_name, g);
       AddCast(value, name, wanted, g);
     }
     return Status::Ok();
   }
 
-  // Renames the value `from` (produced in graph `g`) in its producer and every reader.
-  void RenameValue(const std::string& from, const std::string& to, int g) {
+  // Renames the value `value`, called `from` and produced in graph `g`, in its producer
+  // and every reader (found by value id, which the plan keeps for each input and output).
+  void RenameValue(int value, const std::string& from, const std::string& to, int g) {
     for (size_t n = 0; n < plan_.node_order.size(); ++n) {
       if (!IsWithin(plan_.nodes[n].graph, g)) continue;
       auto* node = const_cast<onnx::NodeProto*>(plan_.node_order[n]);
-      for (int i = 0; i < node->input_size(); ++i) {
-        if (node->input(i) == from) node->set_input(i, to);
+      const std::span<const int> inputs = plan_.InputValues(n);
+      for (int i = 0; i < static_cast<int>(inputs.size()); ++i) {
+        if (inputs[i] == value) node->set_input(i, to);
       }
-      for (int o = 0; o < node->output_size(); ++o) {
-        if (node->output(o) == from) node->set_output(o, to);
+      const std::span<const int> outputs = plan_.OutputValues(n);
+      for (int o = 0; o < static_cast<int>(outputs.size()); ++o) {
+        if (outputs[o] == value) node->set_output(o, to);
       }
     }
     for (int s = 0; s < static_cast<int>(plan_.graphs.size()); ++s) {

@@ -3,6 +3,9 @@
 // clamped or flushed to zero; bfloat16 only rounds (nearest even, NaN kept).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+
 #include "converter/report.h"
 #include "runtime/core/dtype.h"
 #include "runtime/core/status.h"
@@ -16,5 +19,10 @@ Expected<ClampedTensor> ConvertTensorToLow(onnx::TensorProto& tensor, DType low)
 
 // Whether ConvertTensorToLow can convert it (float32, data inline).
 bool CanConvertTensor(const onnx::TensorProto& tensor);
+
+// Converts `count` float32 values to `low` (float16 clamps and counts into `record`), as
+// ConvertTensorToLow does for a whole tensor and SaveModelStreaming's transforms for each
+// chunk of one still in its file.
+void ConvertChunkToLow(const float* in, uint16_t* out, size_t count, DType low, ClampedTensor& record);
 
 }  // namespace onnx_amp

@@ -46,10 +46,10 @@ Status RewriteAttributes(PassContext& context) {
   const DType low = plan.low_type;
   for (size_t n = 0; n < plan.node_order.size(); ++n) {
     const onnx::NodeProto* const_node = plan.node_order[n];
-    const NodePlan& node_plan = plan.nodes[n];
+    const std::span<const DType> output_types = plan.OutputTypes(n);
     // Painted low, not low already in the input: a low output written by a node that
     // computes low was float32 (the attributes below say which dtype they make).
-    if (node_plan.output_types.empty() || node_plan.output_types[0] != low || node_plan.compute_type != low) continue;
+    if (output_types.empty() || output_types[0] != low || plan.nodes[n].compute_type != low) continue;
     auto* node = const_cast<onnx::NodeProto*>(const_node);
     const bool onnx_domain = IsOnnxDomain(node->domain());
     if (onnx_domain && node->op_type() == "Constant") {

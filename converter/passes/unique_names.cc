@@ -1,22 +1,32 @@
 #include "converter/passes/unique_names.h"
 
+#include <string_view>
+
 #include <onnx/onnx_pb.h>
 
+#include "runtime/core/status.h"
+
 namespace onnx_amp {
+namespace {
+
+constexpr std::string_view kMark = "amp_";  // in every name a pass asks for
+
+}  // namespace
 
 UniqueNames::UniqueNames(const onnx::ModelProto& model, const ValueTable& values) : values_(values) {
-  // About one name per node, and room for the names passes add.
-  used_.reserve(static_cast<size_t>(model.graph().node_size()) + 64);
   AddGraph(model.graph());
 }
 
 // Node names and declared values; node outputs, inputs and initializers are values.
 void UniqueNames::AddGraph(const onnx::GraphProto& graph) {
-  for (const auto& v : graph.input()) used_.insert(v.name());
-  for (const auto& v : graph.output()) used_.insert(v.name());
-  for (const auto& v : graph.value_info()) used_.insert(v.name());
+  auto add = [&](const std::string& name) {
+    if (name.find(kMark) != std::string::npos) used_.insert(name);
+  };
+  for (const auto& v : graph.input()) add(v.name());
+  for (const auto& v : graph.output()) add(v.name());
+  for (const auto& v : graph.value_info()) add(v.name());
   for (const auto& node : graph.node()) {
-    used_.insert(node.name());
+    add(node.name());
     for (const auto& attr : node.attribute()) {
       if (attr.has_g()) AddGraph(attr.g());
       for (const auto& sub : attr.graphs()) AddGraph(sub);
@@ -25,6 +35,7 @@ void UniqueNames::AddGraph(const onnx::GraphProto& graph) {
 }
 
 std::string UniqueNames::Take(const std::string& base) {
+  ONNX_AMP_ASSERT(base.find(kMark) != std::string::npos, "UniqueNames::Take: the base lacks \"amp_\"");
   std::string name = base;
   for (int suffix = 1; Used(name); ++suffix) name = base + "_" + std::to_string(suffix);
   used_.insert(name);

@@ -206,12 +206,15 @@ Expected<fs::path> ResolveExternalDataPath(const fs::path& model_folder, const s
   return real;
 }
 
-Status LoadExternalData(onnx::ModelProto& model, const fs::path& model_folder, bool read) {
+Expected<size_t> LoadExternalData(onnx::ModelProto& model, const fs::path& model_folder, bool read) {
   size_t loaded_bytes = 0;
-  return ForEachTensor(model, [&](onnx::TensorProto& tensor, std::string_view node_name) -> Status {
+  size_t count = 0;
+  ONNX_AMP_RETURN_IF_ERROR(ForEachTensor(model, [&](onnx::TensorProto& tensor, std::string_view node_name) -> Status {
     if (!IsExternal(tensor)) return Status::Ok();
+    ++count;
     return LoadTensor(tensor, model_folder, read, loaded_bytes).WithContext(DescribeTensor(tensor, node_name));
-  });
+  }));
+  return count;
 }
 
 Status RequireDataInMemory(const onnx::ModelProto& model) {

@@ -33,8 +33,9 @@ Expected<std::filesystem::path> ResolveExternalDataPath(const std::filesystem::p
 
 // For every tensor with external data in `model` (at any depth): validates its location
 // and byte range against the file; with `read`, moves the bytes into raw_data and marks
-// the tensor as stored inline. Errors name the tensor and location, not the model file.
-Status LoadExternalData(onnx::ModelProto& model, const std::filesystem::path& model_folder, bool read);
+// the tensor as stored inline. Returns how many tensors had external data. Errors name
+// the tensor and location, not the model file.
+Expected<size_t> LoadExternalData(onnx::ModelProto& model, const std::filesystem::path& model_folder, bool read);
 
 // InvalidArgument naming the first tensor that still refers to external data (a model
 // loaded with load_external_data = false); saving and checking need the data in memory.

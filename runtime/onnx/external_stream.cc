@@ -143,19 +143,24 @@ Status StreamOne(onnx::TensorProto& tensor, const ExternalSources& sources, cons
 
 }  // namespace
 
-Status ReadSmallExternalTensors(onnx::ModelProto& model, const fs::path& folder, size_t below_bytes) {
-  return ForEachTensor(model, [&](onnx::TensorProto& tensor, std::string_view node_name) -> Status {
+Expected<size_t> ReadSmallExternalTensors(onnx::ModelProto& model, const fs::path& folder, size_t below_bytes) {
+  size_t kept = 0;
+  ONNX_AMP_RETURN_IF_ERROR(ForEachTensor(model, [&](onnx::TensorProto& tensor, std::string_view node_name) -> Status {
     if (!IsExternal(tensor)) return Status::Ok();
     Expected<ExternalRange> range = ExternalRange::Open(tensor, folder);
     if (!range.ok()) return range.status().WithContext(DescribeTensor(tensor, node_name));
-    if (range->length() >= below_bytes) return Status::Ok();
+    if (range->length() >= below_bytes) {
+      ++kept;
+      return Status::Ok();
+    }
     std::string bytes(range->length(), '\0');
     ONNX_AMP_RETURN_IF_ERROR(range->Read(0, bytes.data(), bytes.size()).WithContext(DescribeTensor(tensor, node_name)));
     tensor.set_raw_data(std::move(bytes));
     tensor.clear_external_data();
     tensor.clear_data_location();
     return Status::Ok();
-  });
+  }));
+  return kept;
 }
 
 Status ReadExternalChunks(const onnx::TensorProto& tensor, const fs::path& folder, size_t element_bytes,

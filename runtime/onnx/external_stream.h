@@ -38,8 +38,9 @@ inline constexpr size_t kStreamChunkBytes = size_t{4} << 20;
 // With LoadOptions::keep_external_from_bytes: reads into raw_data every external
 // tensor of `model` whose data is shorter than `below_bytes` (shape tensors, biases,
 // scalars that inference and painting look at). The ranges must have been validated
-// (LoadExternalData with read = false).
-Status ReadSmallExternalTensors(onnx::ModelProto& model, const std::filesystem::path& folder, size_t below_bytes);
+// (LoadExternalData with read = false). Returns how many tensors stay in their files.
+Expected<size_t> ReadSmallExternalTensors(onnx::ModelProto& model, const std::filesystem::path& folder,
+                                          size_t below_bytes);
 
 // Calls `visit` with the external data of `tensor` chunk by chunk, in order; each chunk
 // is a whole number of `element_bytes`-byte elements.

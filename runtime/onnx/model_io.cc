@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <optional>
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
@@ -83,18 +84,25 @@ class WriterOutputStream final : public google::protobuf::io::CopyingOutputStrea
   Status status_;
 };
 
-Status CheckSerializableSize(const onnx::ModelProto& model) {
-  const size_t bytes = model.ByteSizeLong();
+Status CheckSerializableSize(size_t bytes) {
   if (bytes <= kProtobufLimitBytes) return Status::Ok();
   return Unsupported("the model is " + SizeText(bytes) +
                      " serialized, over protobuf's 2 GiB limit; save it with external data");
 }
 
-Status WriteModel(const onnx::ModelProto& model, AtomicFileWriter& writer) {
-  ONNX_AMP_RETURN_IF_ERROR(CheckSerializableSize(model));
+// Writes `model`, whose ByteSizeLong() just returned `bytes`: that call cached the size
+// of every message, which the serializer reuses instead of measuring the model again.
+Status WriteModel(const onnx::ModelProto& model, size_t bytes, AtomicFileWriter& writer) {
+  ONNX_AMP_RETURN_IF_ERROR(CheckSerializableSize(bytes));
   WriterOutputStream stream(writer);
   google::protobuf::io::CopyingOutputStreamAdaptor adaptor(&stream, kReadBlockBytes);
-  const bool written = model.SerializeToZeroCopyStream(&adaptor) && adaptor.Flush();
+  bool written = false;
+  {
+    google::protobuf::io::CodedOutputStream coded(&adaptor);
+    model.SerializeWithCachedSizes(&coded);
+    written = !coded.HadError();
+  }  // the coded stream hands the adaptor back what it did not fill
+  written = written && adaptor.Flush();
   ONNX_AMP_RETURN_IF_ERROR(stream.status());
   if (!written) return InternalError("protobuf failed to serialize the model");
   return Status::Ok();
@@ -111,13 +119,13 @@ Expected<std::string> DataFileName(const fs::path& path, const SaveOptions& opti
   return name;
 }
 
-bool WantsExternalData(const onnx::ModelProto& model, ExternalData mode) {
-  switch (mode) {
-    case ExternalData::kAuto: return model.ByteSizeLong() > kAutoExternalDataBytes;
-    case ExternalData::kAlways: return true;
-    case ExternalData::kNever: return false;
-  }
-  return false;
+// The serialized size of `model` when it is written as one file; nullopt when its
+// tensors go to an external data file.
+std::optional<size_t> SingleFileBytes(const onnx::ModelProto& model, ExternalData mode) {
+  if (mode == ExternalData::kAlways) return std::nullopt;
+  const size_t bytes = model.ByteSizeLong();
+  if (mode == ExternalData::kAuto && bytes > kAutoExternalDataBytes) return std::nullopt;
+  return bytes;
 }
 
 // Moves the in-memory tensors of at least the threshold after the `streamed` ones already
@@ -127,7 +135,8 @@ Status WriteWithExternalData(const onnx::ModelProto& model, const std::string& d
                              const fs::path& path) {
   ONNX_AMP_ASSIGN_OR_RETURN(ExternalizedModel externalized,
                             ExternalizeTensors(model, options.external_threshold_bytes, data_name, data_file));
-  ONNX_AMP_RETURN_IF_ERROR(WriteModel(externalized.model, model_file).WithContext(path.string()));
+  const size_t bytes = externalized.model.ByteSizeLong();
+  ONNX_AMP_RETURN_IF_ERROR(WriteModel(externalized.model, bytes, model_file).WithContext(path.string()));
   ONNX_AMP_RETURN_IF_ERROR(model_file.Sync());
   // No tensor was large enough: no data file, and no stale one is overwritten.
   if (streamed + externalized.moved_count == 0) return model_file.Commit();
@@ -138,16 +147,20 @@ Status WriteWithExternalData(const onnx::ModelProto& model, const std::string& d
 
 }  // namespace
 
-Expected<onnx::ModelProto> LoadModel(const fs::path& path, const LoadOptions& options) {
+Expected<onnx::ModelProto> LoadModel(const fs::path& path, const LoadOptions& options, size_t* kept_in_files) {
   Expected<onnx::ModelProto> model = ParseModelFile(path);
   if (!model.ok()) return model.status().WithContext(path.string());
   if (options.check_opsets) ONNX_AMP_RETURN_IF_ERROR(CheckOpsetsSupported(*model).WithContext(path.string()));
   const bool read_all = options.load_external_data && options.keep_external_from_bytes == SIZE_MAX;
-  ONNX_AMP_RETURN_IF_ERROR(LoadExternalData(*model, FolderOf(path), read_all).WithContext(path.string()));
-  if (options.load_external_data && !read_all) {
-    ONNX_AMP_RETURN_IF_ERROR(
-        ReadSmallExternalTensors(*model, FolderOf(path), options.keep_external_from_bytes).WithContext(path.string()));
+  Expected<size_t> external = LoadExternalData(*model, FolderOf(path), read_all);
+  if (!external.ok()) return external.status().WithContext(path.string());
+  size_t kept = read_all ? 0 : *external;
+  if (options.load_external_data && !read_all && kept > 0) {
+    Expected<size_t> still = ReadSmallExternalTensors(*model, FolderOf(path), options.keep_external_from_bytes);
+    if (!still.ok()) return still.status().WithContext(path.string());
+    kept = *still;
   }
+  if (kept_in_files != nullptr) *kept_in_files = kept;
   return model;
 }
 
@@ -155,8 +168,8 @@ Status SaveModel(const onnx::ModelProto& model, const fs::path& path, const Save
   ONNX_AMP_RETURN_IF_ERROR(RequireDataInMemory(model).WithContext(path.string()));
   // The model file is created first so that a missing folder is reported by its path.
   ONNX_AMP_ASSIGN_OR_RETURN(AtomicFileWriter model_file, AtomicFileWriter::Create(path, options.durable));
-  if (!WantsExternalData(model, options.mode)) {
-    ONNX_AMP_RETURN_IF_ERROR(WriteModel(model, model_file).WithContext(path.string()));
+  if (const std::optional<size_t> bytes = SingleFileBytes(model, options.mode)) {
+    ONNX_AMP_RETURN_IF_ERROR(WriteModel(model, *bytes, model_file).WithContext(path.string()));
     return model_file.Commit();
   }
   Expected<std::string> data_name = DataFileName(path, options);
@@ -180,7 +193,7 @@ Status SaveModelStreaming(onnx::ModelProto& model, const fs::path& path, const E
 }
 
 Expected<std::string> SerializeModel(const onnx::ModelProto& model) {
-  ONNX_AMP_RETURN_IF_ERROR(CheckSerializableSize(model));
+  ONNX_AMP_RETURN_IF_ERROR(CheckSerializableSize(model.ByteSizeLong()));
   std::string bytes;
   if (!model.SerializeToString(&bytes)) return InternalError("protobuf failed to serialize the model");
   return bytes;

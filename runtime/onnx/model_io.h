@@ -32,7 +32,10 @@ struct LoadOptions {
   bool check_opsets = true;
 };
 
-Expected<onnx::ModelProto> LoadModel(const std::filesystem::path& path, const LoadOptions& options = {});
+// `kept_in_files` (when given) receives how many tensors still refer to their external
+// files (load_external_data false, or keep_external_from_bytes).
+Expected<onnx::ModelProto> LoadModel(const std::filesystem::path& path, const LoadOptions& options = {},
+                                     size_t* kept_in_files = nullptr);
 
 enum class ExternalData {
   kAuto,    // external only when the model would exceed kAutoExternalDataBytes serialized

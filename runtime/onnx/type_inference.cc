@@ -1,6 +1,7 @@
 #include "runtime/onnx/type_inference.h"
 
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include <onnx/defs/schema.h>
@@ -49,7 +50,7 @@ class TypeWalker {
     types_.graphs.push_back({&graph, parent, {}});
     paths_.push_back(path);
     types_.graphs[g].values.reserve(graph.input_size() + graph.initializer_size() + 2 * graph.node_size());
-    std::unordered_map<std::string_view, ValueType> declared;
+    NameMap<ValueType> declared;
     for (const auto& info : graph.value_info()) AddDeclared(info, declared);
     for (const auto& info : graph.output()) AddDeclared(info, declared);
 
@@ -64,8 +65,11 @@ class TypeWalker {
       if (!type.known()) type = given;
       ONNX_AMP_RETURN_IF_ERROR(Define(g, input.name(), type, nullptr));
     }
+    types_.graphs[g].initializers.reserve(graph.initializer_size());
     for (const auto& tensor : graph.initializer()) {
-      Entry(g, tensor.name()).type = ValueType::Tensor(tensor.data_type());
+      GraphValue& value = Entry(g, tensor.name());
+      value.type = ValueType::Tensor(tensor.data_type());
+      types_.graphs[g].initializers.push_back(value.id);
     }
     for (const auto& sparse : graph.sparse_initializer()) {
       Entry(g, sparse.values().name()).type = ValueType::Tensor(sparse.values().data_type());
@@ -88,12 +92,12 @@ class TypeWalker {
     return Status::Ok();
   }
 
-  static void AddDeclared(const onnx::ValueInfoProto& info, std::unordered_map<std::string_view, ValueType>& declared) {
+  static void AddDeclared(const onnx::ValueInfoProto& info, NameMap<ValueType>& declared) {
     const ValueType type = ValueTypeOf(info.type());
-    if (type.known()) declared[info.name()] = type;
+    if (type.known()) declared.try_emplace(info.name()).first->second = type;
   }
 
-  Status VisitNode(const onnx::NodeProto& node, int g, const std::unordered_map<std::string_view, ValueType>& declared) {
+  Status VisitNode(const onnx::NodeProto& node, int g, const NameMap<ValueType>& declared) {
     // Where this node's value ids go (an index: the bodies' nodes append to the vector).
     int ids = -1;
     if (options_.record_node_values) {

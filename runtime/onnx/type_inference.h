@@ -30,10 +30,10 @@
 #include <functional>
 #include <span>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "runtime/core/status.h"
+#include "runtime/onnx/name_map.h"
 #include "runtime/onnx/schema_types.h"
 
 namespace onnx { class GraphProto; class ModelProto; class NodeProto; }
@@ -53,7 +53,8 @@ struct GraphValue {
 struct GraphTypes {
   const onnx::GraphProto* graph = nullptr;
   int parent = -1;  // index of the enclosing graph in ModelTypes::graphs; -1 for the main graph
-  std::unordered_map<std::string_view, GraphValue> values;
+  NameMap<GraphValue> values;
+  std::vector<int> initializers;  // the id of each of graph->initializer(), in order
 
   ValueType Find(std::string_view name) const;
 };

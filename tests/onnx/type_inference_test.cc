@@ -283,6 +283,19 @@ TEST(TypeInference, RecordsTheValueIdsEachNodeReadsAndWrites) {
   EXPECT_EQ(types.value_count, 7);                             // x, c, a, y, z, t, e
 }
 
+// Each graph lists the ids of its initializers, in order.
+TEST(TypeInference, RecordsEachGraphsInitializerIds) {
+  onnx::ModelProto model = MakeModel({{"x", kFloat}}, {{"Add", {"x", "w"}, {"y"}}, {"Mul", {"y", "v"}, {"z"}}});
+  for (const char* name : {"v", "w"}) {
+    onnx::TensorProto& tensor = *model.mutable_graph()->add_initializer();
+    tensor.set_name(name);
+    tensor.set_data_type(onnx::TensorProto::FLOAT);
+  }
+  const ModelTypes types = InferModelTypes(model);
+  const GraphTypes& main = types.graphs[0];
+  EXPECT_EQ(main.initializers, (std::vector<int>{main.values.at("v").id, main.values.at("w").id}));
+}
+
 // Check mode: each problem a conversion could leave names the graph, node and value.
 TEST(TypeInference, CheckModeNamesWhatBreaks) {
   struct Case {

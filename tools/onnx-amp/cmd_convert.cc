@@ -60,12 +60,13 @@ Status RunConvert(const ConvertFlags& flags, const AutoConvertFlags& auto_flags)
   // Per-node dtypes and reasons are written only to --report (--auto reads them too).
   options.node_report = !flags.report.empty() || auto_flags.enabled;
   LoadOptions load_options;
-  if (stream) {
-    load_options.keep_external_from_bytes = kStreamFromBytes;
+  if (stream) load_options.keep_external_from_bytes = kStreamFromBytes;
+  size_t kept_in_files = 0;
+  ONNX_AMP_ASSIGN_OR_RETURN(onnx::ModelProto model, LoadModel(flags.input, load_options, &kept_in_files));
+  if (kept_in_files > 0) {  // else the model holds all its data and converts as one in memory
     const std::filesystem::path folder = std::filesystem::path(flags.input).parent_path();
     options.external_data_folder = folder.empty() ? std::filesystem::path(".") : folder;
   }
-  ONNX_AMP_ASSIGN_OR_RETURN(onnx::ModelProto model, LoadModel(flags.input, load_options));
   Expected<ConvertResult> result =
       auto_flags.enabled ? RunAutoConvert(model, options, auto_flags) : ConvertModel(std::move(model), options);
   if (!result.ok()) return result.status().WithContext(flags.input);
