@@ -131,8 +131,11 @@ bool NativeBf16Pays(double multiply_adds, double weight_elements) {
     case Bf16Kernels::kFloat32: return false;
     case Bf16Kernels::kAuto: break;
   }
+  // Without AVX512_BF16, oneDNN's bfloat16 kernels emulate the products: never faster.
+  const double speedup = Bf16DotSpeedup();
+  if (speedup == 0.0) return false;
   if (weight_elements > 0 && multiply_adds / weight_elements < kMemoryBoundRows) return true;
-  return Bf16DotSpeedup() > 1.0;
+  return speedup > 1.0;
 }
 
 std::string DescribeBf16Kernels() {
@@ -140,10 +143,13 @@ std::string DescribeBf16Kernels() {
   std::string text = "bfloat16 products (ONNX_AMP_BF16_KERNELS=" + std::string(Bf16KernelsName(kernels)) + "): ";
   if (kernels == Bf16Kernels::kFloat32) return text + "float32 kernels on widened operands";
   const double speedup = Bf16DotSpeedup();
-  if (speedup == 0.0) return text + "float32 kernels on widened operands (no AVX512_BF16)";
-  char rate[96];
-  std::snprintf(rate, sizeof(rate), " (VDPBF16PS does %.2fx the multiply-adds per second of float32 FMA)", speedup);
-  if (kernels == Bf16Kernels::kNative || speedup > 1.0) return text + "native kernels" + rate;
+  char rate[96] = " (no AVX512_BF16)";
+  if (speedup > 0.0) {
+    std::snprintf(rate, sizeof(rate), " (VDPBF16PS does %.2fx the multiply-adds per second of float32 FMA)", speedup);
+  }
+  if (kernels == Bf16Kernels::kNative) return text + "native kernels wherever oneDNN has them" + rate;
+  if (speedup == 0.0) return text + "float32 kernels on widened operands" + rate;
+  if (speedup > 1.0) return text + "native kernels" + rate;
   return text + "float32 kernels on widened operands, native below " + std::to_string(int(kMemoryBoundRows)) +
          " rows per weight" + rate;
 }

@@ -4,8 +4,9 @@
 // multiply-adds, while the Intel Xeons that expose AVX512_BF16 without AMX run it at half
 // that rate. So the rate is measured once per process, and a compute-bound product takes
 // the native kernels only where they are faster; a memory-bound one (few rows per weight,
-// as in batch-1 inference) takes them wherever they exist, since reading half the weight
-// bytes is what pays there.
+// as in batch-1 inference) takes them wherever the CPU has AVX512_BF16, since reading half
+// the weight bytes is what pays there. Without AVX512_BF16 (oneDNN would emulate the
+// products) every bfloat16 product runs on float32 kernels.
 #pragma once
 
 #include <optional>
