@@ -1,8 +1,11 @@
 #include "runtime/exec/thread_pool.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <thread>
+#include <vector>
 
 // libgomp's entry points (the OpenMP runtime libdnnl links). GOMP_parallel is the call
 // GCC emits for `#pragma omp parallel`; calling it directly keeps the pool on that one
@@ -11,6 +14,7 @@ extern "C" {
 void GOMP_parallel(void (*fn)(void*), void* data, unsigned num_threads, unsigned flags);
 int omp_get_max_threads(void);
 void omp_set_num_threads(int num_threads);
+int omp_get_thread_num(void);
 }
 
 namespace onnx_amp {
@@ -40,6 +44,32 @@ void RunChunks(void* data) {
   in_parallel_region = was_inside;
 }
 
+// The CPUs the process may run on, read once, before any thread is pinned.
+const std::vector<int>& ProcessCpus() {
+  static const std::vector<int> cpus = [] {
+    std::vector<int> list;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) != 0) return list;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+      if (CPU_ISSET(cpu, &set)) list.push_back(cpu);
+    }
+    return list;
+  }();
+  return cpus;
+}
+
+// Each thread of the team pins itself to the CPU of its thread number.
+void PinToTeamCpu(void* data) {
+  const std::vector<int>& cpus = *static_cast<const std::vector<int>*>(data);
+  const int index = omp_get_thread_num();
+  if (index < 0 || static_cast<size_t>(index) >= cpus.size()) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpus[index], &set);
+  sched_setaffinity(0, sizeof(set), &set);  // a refusal leaves the thread as it was
+}
+
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads)
@@ -58,6 +88,17 @@ void ThreadPool::ParallelFor(int64_t total, int64_t grain, const std::function<v
   const int64_t threads = std::min<int64_t>(num_threads_, num_chunks);
   Job job{&fn, total, (total + num_chunks - 1) / num_chunks};
   GOMP_parallel(RunChunks, &job, static_cast<unsigned>(threads), 0);
+}
+
+void ThreadPool::PinTeamOfCallingThread() {
+  // libgomp keeps a team's threads per calling thread and reuses them for every later
+  // region of that thread, ours and oneDNN's alike, so pinning them once holds.
+  thread_local bool pinned = false;
+  if (pinned) return;
+  pinned = true;
+  const std::vector<int>& cpus = ProcessCpus();
+  if (num_threads_ < 2 || static_cast<size_t>(num_threads_) != cpus.size() || in_parallel_region) return;
+  GOMP_parallel(PinToTeamCpu, const_cast<std::vector<int>*>(&cpus), static_cast<unsigned>(num_threads_), 0);
 }
 
 int RuntimeThreads() { return omp_get_max_threads(); }

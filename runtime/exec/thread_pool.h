@@ -25,6 +25,14 @@ class ThreadPool {
   // `grain` items, so small loops stay on the calling thread.
   void ParallelFor(int64_t total, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
+  // Pins the calling thread's team, itself included, one thread per CPU, when the pool
+  // takes every CPU the process may run on (once per calling thread; a smaller pool, or a
+  // process whose CPUs cannot be read or set, is left as it is). Unpinned, a worker woken
+  // after the machine idled can land on the caller's CPU while the caller spins at the
+  // region's barrier for it: measured on a 2-vCPU VM, a 2-thread region after 50 ms idle
+  // took 5.9 ms unpinned and 0.22 ms pinned (0.1 ms when both threads were awake).
+  void PinTeamOfCallingThread();
+
  private:
   int num_threads_;
 };

@@ -356,6 +356,7 @@ Expected<std::unique_ptr<Executor>> Executor::Create(const onnx::ModelProto& mod
     executor->capture_slots_[slot] = true;
   }
   executor->threads_ = std::make_unique<ThreadPool>(options.num_threads);
+  executor->bind_threads_ = options.bind_threads;
   executor->device_ = options.device;
   executor->outputs_on_host_ = options.outputs_on_host;
   executor->prepack_weights_ = options.prepack_weights;
@@ -430,6 +431,7 @@ Expected<RunResult> Executor::Run(const std::map<std::string, Tensor>& feeds, co
   if (!pool_lock.owns_lock()) own_pool.emplace(pool_->limit_bytes());
   MemoryPool& pool = own_pool ? *own_pool : *pool_;
   pool.StartRun();
+  if (bind_threads_) threads_->PinTeamOfCallingThread();
   const RuntimeThreadsScope runtime_threads(threads_->num_threads());
   RunState state(pool, device_);
   state.threads = threads_.get();

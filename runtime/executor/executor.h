@@ -39,6 +39,10 @@ struct ExecutorOptions {
   // Hand graph outputs and captured values back as host tensors (else where they are).
   bool outputs_on_host = true;
   int num_threads = 0;             // 0: one per hardware thread
+  // When the threads take every CPU the process may run on, pin each to its own CPU, the
+  // calling thread of a run included (ThreadPool::PinTeamOfCallingThread: an unpinned
+  // worker woken after idle can wait behind the caller's spin).
+  bool bind_threads = true;
   bool capture_all = false;        // keep every value of the main graph
   std::vector<std::string> capture;  // keep these values of the main graph
   // Fold a Relu / LeakyRelu / Clip into the Conv, Gemm or MatMul whose output it alone
@@ -124,6 +128,7 @@ class Executor {
   Device* device_ = nullptr;
   bool outputs_on_host_ = true;
   bool prepack_weights_ = true;
+  bool bind_threads_ = true;
   // Intermediate buffers kept from run to run (memory_pool.h).
   std::unique_ptr<MemoryPool> pool_;
   std::mutex pool_mutex_;

@@ -2,7 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
 #include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
 #include <vector>
 
 namespace onnx_amp {
@@ -55,6 +62,58 @@ TEST(ThreadPoolTest, ManyJobsInSequence) {
     total += sum;
   }
   EXPECT_EQ(total, 2000 * 64);
+}
+
+// The CPUs this process may run on.
+int ProcessCpuCount() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
+}
+
+// The CPU of each of this process's threads that may run on one CPU only.
+std::multiset<std::string> SingleCpuThreads() {
+  std::multiset<std::string> cpus;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream status(task.path() / "status");
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("Cpus_allowed_list:", 0) != 0) continue;
+      const std::string list = line.substr(line.find_first_not_of(" \t", 18));
+      if (list.find_first_of(",-") == std::string::npos) cpus.insert(list);
+    }
+  }
+  return cpus;
+}
+
+TEST(ThreadPoolTest, ATeamTakingEveryCpuIsPinnedOneThreadPerCpu) {
+  const int cpus = ProcessCpuCount();
+  if (cpus < 2) GTEST_SKIP() << "the process may run on " << cpus << " CPU(s): nothing to pin apart";
+  const std::multiset<std::string> before = SingleCpuThreads();
+  std::multiset<std::string> pinned;
+  // A thread of its own: pinning holds for the calling thread's team.
+  std::thread([&] {
+    ThreadPool pool(cpus);
+    pool.PinTeamOfCallingThread();
+    std::atomic<int64_t> sum{0};
+    pool.ParallelFor(1 << 16, 1, [&](int64_t begin, int64_t end) { sum += end - begin; });
+    EXPECT_EQ(sum, 1 << 16);
+    pinned = SingleCpuThreads();
+  }).join();
+  for (const std::string& cpu : before) pinned.erase(pinned.find(cpu));
+  EXPECT_EQ(pinned.size(), static_cast<size_t>(cpus));
+  EXPECT_EQ(std::set<std::string>(pinned.begin(), pinned.end()).size(), static_cast<size_t>(cpus))
+      << "two threads of the team share a CPU";
+}
+
+TEST(ThreadPoolTest, ATeamSmallerThanTheCpusIsNotPinned) {
+  const int cpus = ProcessCpuCount();
+  if (cpus < 2) GTEST_SKIP() << "the process may run on " << cpus << " CPU(s)";
+  std::thread([&] {
+    ThreadPool pool(1);
+    pool.PinTeamOfCallingThread();
+    EXPECT_EQ(ProcessCpuCount(), cpus) << "a one-thread pool pinned its caller";
+  }).join();
 }
 
 }  // namespace
