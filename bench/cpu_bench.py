@@ -14,6 +14,7 @@ number.
 """
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -100,10 +101,11 @@ def cpu_flags():
     return set()
 
 
+@functools.cache
 def torch_float32_env():
     """The PyTorch float32 process's environment: OpenBLAS's pins removed, and, where
     OpenBLAS then detects only a generic core, the core for the CPU's widest ISA set
-    (the table reports both)."""
+    (the table reports both). Probed once per benchmark run."""
     env = dict(os.environ)
     for name in OPENBLAS_PINS:
         env.pop(name, None)

@@ -423,6 +423,15 @@ TEST(PoolTest, MaxPoolCeilModeAndIndicesMatchOnnxDocs) {
   EXPECT_EQ(ToVector<int64_t>((*column)[1]), (std::vector<int64_t>{10, 14, 11, 15}));
 }
 
+// MaxPool with 2x2 windows and stride 2, the tiling path of the 2-D pool.
+Expected<std::vector<Tensor>> MaxPool2x2(const Tensor& x) {
+  return SingleNode("MaxPool", 12)
+      .Attr("kernel_shape", std::vector<int64_t>{2, 2})
+      .Attr("strides", std::vector<int64_t>{2, 2})
+      .Input(x)
+      .Run();
+}
+
 // 2x2 windows, stride 2, tiling a 2x8 plane: the max keeps the first of equal values
 // (so the sign of a zero) and the first NaN in row-major tap order, whatever the window's
 // other values; windows of one plane: {+0,-0,-0,+0}, {-0,+0,+0,-0}, {1,NaN,-NaN,2},
@@ -434,11 +443,7 @@ TEST(PoolTest, MaxPool2x2KeepsFirstZeroAndFirstNaN) {
   Tensor x = Tensor::Empty(DType::kFloat32, {1, 1, 2, 8});
   std::copy(top, top + 8, x.data<float>());
   std::copy(bottom, bottom + 8, x.data<float>() + 8);
-  auto out = SingleNode("MaxPool", 12)
-                 .Attr("kernel_shape", std::vector<int64_t>{2, 2})
-                 .Attr("strides", std::vector<int64_t>{2, 2})
-                 .Input(x)
-                 .Run();
+  auto out = MaxPool2x2(x);
   ASSERT_TRUE(out.ok()) << out.status().message();
   const uint32_t* bits = (*out)[0].data<uint32_t>();
   uint32_t nan_bits, minus_nan_bits;
@@ -463,11 +468,7 @@ TEST(PoolTest, MaxPool2x2MatchesFirstMaximumAtEveryWidth) {
     Tensor x = Tensor::Empty(DType::kFloat32, {1, planes, height, width});
     float* xs = x.data<float>();
     for (int64_t i = 0; i < x.num_elements(); ++i) xs[i] = grid[gen() % 8];
-    auto out = SingleNode("MaxPool", 12)
-                   .Attr("kernel_shape", std::vector<int64_t>{2, 2})
-                   .Attr("strides", std::vector<int64_t>{2, 2})
-                   .Input(x)
-                   .Run();
+    auto out = MaxPool2x2(x);
     ASSERT_TRUE(out.ok()) << out.status().message();
     const uint32_t* bits = (*out)[0].data<uint32_t>();
     int64_t k = 0;

@@ -17,6 +17,7 @@
 #include "runtime/executor/random_inputs.h"
 #include "runtime/io/tensor_proto.h"
 #include "runtime/onnx/model_io.h"
+#include "tests/runtime/test_graphs.h"
 
 namespace onnx_amp {
 namespace {
@@ -54,16 +55,6 @@ void IntAttr(onnx::NodeProto& node, const std::string& name, int64_t value) {
   attr->set_i(value);
 }
 
-void Initializer(onnx::GraphProto& graph, const std::string& name, const Shape& shape, std::mt19937_64& rng,
-                 float scale) {
-  Tensor tensor = Tensor::Empty(DType::kFloat32, shape);
-  std::uniform_real_distribution<float> uniform(-scale, scale);
-  for (int64_t i = 0; i < tensor.num_elements(); ++i) tensor.data<float>()[i] = uniform(rng);
-  Expected<onnx::TensorProto> proto = TensorToProto(tensor, name);
-  ASSERT_TRUE(proto.ok()) << proto.status().message();
-  *graph.add_initializer() = *proto;
-}
-
 // x[2,8,10,10] -> Conv 3x3 -> Relu -> depthwise Conv 3x3 (group 8) -> Clip(0, 6)
 // -> grouped Conv 1x1 (group 2) -> LeakyRelu -> Reshape [2, 800] -> MatMul [800, 24]
 // -> Relu -> y. Each activation alone reads its producer's output; "act3" and "y" are
@@ -73,12 +64,12 @@ onnx::ModelProto ConvNet() {
   onnx::GraphProto graph;
   graph.set_name("conv_net");
   *graph.add_input() = FloatValue("x", {2, 8, 10, 10});
-  Initializer(graph, "w1", {8, 8, 3, 3}, rng, 0.4f);
-  Initializer(graph, "b1", {8}, rng, 0.2f);
-  Initializer(graph, "w2", {8, 1, 3, 3}, rng, 1.5f);
-  Initializer(graph, "w3", {8, 4, 1, 1}, rng, 0.8f);
-  Initializer(graph, "b3", {8}, rng, 0.2f);
-  Initializer(graph, "wm", {800, 24}, rng, 0.1f);
+  testing::RandomFloatInitializer(graph, "w1", {8, 8, 3, 3}, rng, 0.4f);
+  testing::RandomFloatInitializer(graph, "b1", {8}, rng, 0.2f);
+  testing::RandomFloatInitializer(graph, "w2", {8, 1, 3, 3}, rng, 1.5f);
+  testing::RandomFloatInitializer(graph, "w3", {8, 4, 1, 1}, rng, 0.8f);
+  testing::RandomFloatInitializer(graph, "b3", {8}, rng, 0.2f);
+  testing::RandomFloatInitializer(graph, "wm", {800, 24}, rng, 0.1f);
   for (const auto& [name, value] : {std::pair<const char*, float>{"lo", 0.0f}, {"hi", 6.0f}}) {
     Tensor bound = Tensor::Empty(DType::kFloat32, {});
     *bound.data<float>() = value;

@@ -15,7 +15,6 @@
 #include "converter/convert_model.h"
 #include "runtime/executor/executor.h"
 #include "runtime/executor/random_inputs.h"
-#include "runtime/io/tensor_proto.h"
 #include "runtime/onnx/model_io.h"
 #include "tests/runtime/test_graphs.h"
 
@@ -23,20 +22,12 @@ namespace onnx_amp {
 namespace {
 
 using testing::AddNode;
+using testing::RandomFloatInitializer;
 using testing::SetIntAttr;
 using testing::SetIntsAttr;
 using testing::TensorValue;
 
 constexpr int64_t kBatch = 2, kIn = 3, kMid = 20, kSize = 13;
-
-void AddWeights(onnx::GraphProto& graph, const std::string& name, const Shape& shape, std::mt19937_64& rng) {
-  std::uniform_real_distribution<float> uniform(-0.4f, 0.4f);
-  Tensor tensor = Tensor::Empty(DType::kFloat32, shape);
-  for (int64_t i = 0; i < tensor.num_elements(); ++i) tensor.data<float>()[i] = uniform(rng);
-  Expected<onnx::TensorProto> proto = TensorToProto(tensor, name);
-  ASSERT_TRUE(proto.ok()) << proto.status().message();
-  *graph.add_initializer() = *proto;
-}
 
 // x[2,3,13,13] -> Conv 3x3 (pads 1) + Relu -> c1 -> MaxPool 3x3 stride 2 pads 1 ceil ->
 // p1[2,20,8,8] -> Conv 3x3 (pads 1) + Add p1 + Relu -> r2 -> MaxPool 2x2 -> p2[2,20,4,4]
@@ -46,10 +37,10 @@ onnx::ModelProto ConvPoolChain() {
   onnx::GraphProto graph;
   graph.set_name("conv_pool_chain");
   *graph.add_input() = TensorValue("x", DType::kFloat32, {kBatch, kIn, kSize, kSize});
-  AddWeights(graph, "w1", {kMid, kIn, 3, 3}, rng);
-  AddWeights(graph, "b1", {kMid}, rng);
-  AddWeights(graph, "w2", {kMid, kMid, 3, 3}, rng);
-  AddWeights(graph, "w3", {kMid, kMid, 1, 1}, rng);
+  RandomFloatInitializer(graph, "w1", {kMid, kIn, 3, 3}, rng, 0.4f);
+  RandomFloatInitializer(graph, "b1", {kMid}, rng, 0.4f);
+  RandomFloatInitializer(graph, "w2", {kMid, kMid, 3, 3}, rng, 0.4f);
+  RandomFloatInitializer(graph, "w3", {kMid, kMid, 1, 1}, rng, 0.4f);
   SetIntsAttr(*AddNode(graph, "Conv", {"x", "w1", "b1"}, {"c1_pre"}, "conv1"), "pads", {1, 1, 1, 1});
   AddNode(graph, "Relu", {"c1_pre"}, {"c1"}, "relu1");
   onnx::NodeProto* pool1 = AddNode(graph, "MaxPool", {"c1"}, {"p1"}, "pool1");

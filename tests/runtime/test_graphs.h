@@ -4,6 +4,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <initializer_list>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,21 @@ inline void SetIntAttr(onnx::NodeProto& node, const std::string& name, int64_t v
   attr->set_name(name);
   attr->set_type(onnx::AttributeProto::INT);
   attr->set_i(value);
+}
+
+// A float32 initializer of `shape` drawn uniformly from [-scale, scale).
+inline void RandomFloatInitializer(onnx::GraphProto& graph, const std::string& name, const std::vector<int64_t>& shape,
+                                   std::mt19937_64& rng, float scale) {
+  onnx::TensorProto* init = graph.add_initializer();
+  init->set_name(name);
+  init->set_data_type(onnx::TensorProto::FLOAT);
+  int64_t count = 1;
+  for (int64_t dim : shape) {
+    init->add_dims(dim);
+    count *= dim;
+  }
+  std::uniform_real_distribution<float> uniform(-scale, scale);
+  for (int64_t i = 0; i < count; ++i) init->add_float_data(uniform(rng));
 }
 
 // A model importing the default domain at `opset` and the test kernels' domain.
