@@ -51,8 +51,7 @@ bool IsParameter(const onnx::TensorProto& init, const std::set<std::string>& sta
 }
 
 // Moves every parameter to a graph input (fed from the master weights).
-Expected<std::vector<NamedTensor>> LiftParameters(onnx::GraphProto& graph) {
-  const std::set<std::string> statistics = RunningStatistics(graph);
+Expected<std::vector<NamedTensor>> LiftParameters(onnx::GraphProto& graph, const std::set<std::string>& statistics) {
   std::vector<NamedTensor> parameters;
   google::protobuf::RepeatedPtrField<onnx::TensorProto> kept;
   for (onnx::TensorProto& init : *graph.mutable_initializer()) {
@@ -74,9 +73,8 @@ Expected<std::vector<NamedTensor>> LiftParameters(onnx::GraphProto& graph) {
 
 // A copy of `model` without its parameters' data: the data is moved aside while the
 // rest is copied, then moved back.
-onnx::ModelProto WithoutParameterData(onnx::ModelProto& model) {
+onnx::ModelProto WithoutParameterData(onnx::ModelProto& model, const std::set<std::string>& statistics) {
   onnx::GraphProto& graph = *model.mutable_graph();
-  const std::set<std::string> statistics = RunningStatistics(graph);
   // Data moves through swaps; a raw_data field is touched only where it is set (setting
   // it, even empty, would make it the tensor's data).
   std::vector<std::pair<onnx::TensorProto*, onnx::TensorProto>> aside;
@@ -102,7 +100,9 @@ onnx::ModelProto WithoutParameterData(onnx::ModelProto& model) {
 
 Expected<TrainableModel> PrepareTrainableModel(onnx::ModelProto model, LossKind loss) {
   TrainableModel result;
-  result.inference = WithoutParameterData(model);
+  // Dropping a final Softmax below changes no BatchNormalization input.
+  const std::set<std::string> statistics = RunningStatistics(model.graph());
+  result.inference = WithoutParameterData(model, statistics);
   result.forward = std::move(model);
   onnx::GraphProto& graph = *result.forward.mutable_graph();
   if (graph.output_size() != 1) {
@@ -125,7 +125,7 @@ Expected<TrainableModel> PrepareTrainableModel(onnx::ModelProto model, LossKind 
                            std::to_string(data_inputs.size()));
   }
   result.data_input = data_inputs[0];
-  ONNX_AMP_ASSIGN_OR_RETURN(result.parameters, LiftParameters(graph));
+  ONNX_AMP_ASSIGN_OR_RETURN(result.parameters, LiftParameters(graph, statistics));
   if (result.parameters.empty()) return InvalidArgument("the model has no float32 initializer to train");
   return result;
 }
