@@ -126,9 +126,14 @@ void ApplyActivation(const FusedActivation& activation, Tensor& out, ThreadPool&
 
 void StoreWithActivation(const float* values, Tensor& out, const FusedActivation& activation, ThreadPool& threads) {
   threads.ParallelFor(out.num_elements(), kChunk, [&](int64_t begin, int64_t end) {
-    StoreFromFloat32Range(values, out, begin, end);
-    ApplyRange(activation, out, begin, end);
+    StoreBlockWithActivation(values + begin, out, begin, end - begin, activation);
   });
+}
+
+void StoreBlockWithActivation(const float* values, Tensor& out, int64_t begin, int64_t count,
+                              const FusedActivation& activation) {
+  StoreFloat32Block(values, begin, count, out);
+  ApplyRange(activation, out, begin, begin + count);
 }
 
 std::optional<FusedActivation> FusableActivation(const onnx::NodeProto& node, int opset,

@@ -46,5 +46,9 @@ void ApplyActivation(const FusedActivation& activation, Tensor& out, ThreadPool&
 // Rounds float32 values once into `out` (float32, float16 or bfloat16) and applies the
 // activation to the rounded values, block by block while they are in cache.
 void StoreWithActivation(const float* values, Tensor& out, const FusedActivation& activation, ThreadPool& threads);
+// The same for out's elements [begin, begin + count) from values[0, count), on the
+// calling thread.
+void StoreBlockWithActivation(const float* values, Tensor& out, int64_t begin, int64_t count,
+                              const FusedActivation& activation);
 
 }  // namespace onnx_amp

@@ -23,6 +23,19 @@ std::string ProblemKey(const MatMulProblem& p, dt operand_type) {
          dnn::DimsKey(p.c_dims) + "/" + std::to_string(std::bit_cast<uint32_t>(p.alpha)) + "/" + (p.accumulate ? "acc" : "set");
 }
 
+// The problem's multiply-adds and B's elements, what the bfloat16 kernel choice weighs.
+double MultiplyAdds(const MatMulProblem& p) {
+  double multiply_adds = static_cast<double>(p.a_dims.back());
+  for (const dnnl::memory::dim extent : p.c_dims) multiply_adds *= static_cast<double>(extent);
+  return multiply_adds;
+}
+
+double WeightElements(const MatMulProblem& p) {
+  double elements = 1.0;
+  for (const dnnl::memory::dim extent : p.b_dims) elements *= static_cast<double>(extent);
+  return elements;
+}
+
 }  // namespace
 
 dnnl::memory::dims DenseStrides(const dnnl::memory::dims& dims) {
@@ -49,12 +62,9 @@ Status RunDnnlMatMul(const MatMulProblem& problem, dt operand_type, const void* 
   const bool need_optimized = operand_type != dt::f32;
   const std::string key = ProblemKey(problem, operand_type) + ActivationKey(post_op) + (packed ? "/packed" : "") +
                           (has_bias ? "/bias" : "") + (c.type == dt::f32 ? "" : "/low");
-  double multiply_adds = static_cast<double>(problem.a_dims.back());
-  for (const dnnl::memory::dim extent : problem.c_dims) multiply_adds *= static_cast<double>(extent);
-  if (operand_type == dt::bf16) {
-    double weight_elements = 1.0;
-    for (const dnnl::memory::dim extent : problem.b_dims) weight_elements *= static_cast<double>(extent);
-    if (!NativeBf16Pays(multiply_adds, weight_elements)) return Unsupported("float32 kernels outrun bfloat16 ones here");
+  const double multiply_adds = MultiplyAdds(problem);
+  if (operand_type == dt::bf16 && !NativeBf16Pays(multiply_adds, WeightElements(problem))) {
+    return Unsupported("float32 kernels outrun bfloat16 ones here");
   }
   ONNX_AMP_ASSIGN_OR_RETURN(auto primitive, dnn::CachedPrimitive(key, multiply_adds, [&]() {
     dnnl::primitive_attr attr;
@@ -159,37 +169,33 @@ Expected<std::vector<Tensor>> Widened(KernelContext& context, const std::vector<
   return wides;
 }
 
-// Rounds float32 values in place to the nearest float16 (or bfloat16): what a Cast to
-// float32 of the low-precision result holds.
-void RoundThroughInPlace(float* values, int64_t count, DType dtype, ThreadPool& threads) {
-  constexpr int64_t kBlock = 1024;
-  threads.ParallelFor(count, kWidenChunk, [&](int64_t begin, int64_t end) {
-    uint16_t low[kBlock];
-    for (int64_t i = begin; i < end; i += kBlock) {
-      const size_t n = static_cast<size_t>(std::min(kBlock, end - i));
-      if (dtype == DType::kFloat16) {
-        ConvertFloatToHalf(values + i, low, n);
-        ConvertHalfToFloat(low, values + i, n);
-      } else {
-        ConvertFloatToBFloat16(values + i, low, n);
-        ConvertBFloat16ToFloat(low, values + i, n);
-      }
-    }
+// Finishes the whole float32 result `c` into `out` (FinishProductBlock), in parallel.
+void FinishProduct(const float* c, Tensor& out, DType dtype, const FusedActivation& activation, ThreadPool& threads) {
+  threads.ParallelFor(out.num_elements(), kWidenChunk, [&](int64_t begin, int64_t end) {
+    FinishProductBlock(c + begin, out, dtype, begin, end - begin, activation);
   });
 }
 
-// Writes the float32 result `c` to `out`: rounded to out's dtype with the activation
-// applied, or, for a widened output (c is out itself), rounded to `dtype` in place.
-void Finish(const float* c, Tensor& out, DType dtype, bool widened, const FusedActivation& activation,
-            ThreadPool& threads) {
-  if (widened) {
-    RoundThroughInPlace(out.data<float>(), out.num_elements(), dtype, threads);
-  } else {
-    StoreWithActivation(c, out, activation, threads);
+}  // namespace
+
+void FinishProductBlock(const float* c, Tensor& out, DType dtype, int64_t begin, int64_t count,
+                        const FusedActivation& activation) {
+  if (out.dtype() == dtype) return StoreBlockWithActivation(c, out, begin, count, activation);
+  // float32 holding the rounded values: round through dtype a block at a time.
+  constexpr int64_t kBlock = 1024;
+  uint16_t low[kBlock];
+  float* values = out.data<float>() + begin;
+  for (int64_t i = 0; i < count; i += kBlock) {
+    const size_t n = static_cast<size_t>(std::min(kBlock, count - i));
+    if (dtype == DType::kFloat16) {
+      ConvertFloatToHalf(c + i, low, n);
+      ConvertHalfToFloat(low, values + i, n);
+    } else {
+      ConvertFloatToBFloat16(c + i, low, n);
+      ConvertBFloat16ToFloat(low, values + i, n);
+    }
   }
 }
-
-}  // namespace
 
 Expected<DType> MatMulOutputDType(const KernelContext& context, DType operands) {
   if (!context.widens_output()) return operands;
@@ -226,7 +232,7 @@ Status ComputeMatMul(KernelContext& context, const MatMulProblem& problem, const
   if (problem.a_dims.back() == 0) {
     ONNX_AMP_ASSIGN_OR_RETURN(Tensor c, widened ? Expected<Tensor>(out) : context.ScratchFloat32(out.num_elements()));
     FillStart(problem, addend, c.data<float>(), out.num_elements());
-    Finish(c.data<float>(), out, dtype, widened, activation, context.threads());
+    FinishProduct(c.data<float>(), out, dtype, activation, context.threads());
     return Status::Ok();
   }
   // Packing pays off for weights: B without batch dims of its own.
@@ -257,16 +263,21 @@ Status ComputeMatMul(KernelContext& context, const MatMulProblem& problem, const
     }
     if (status.code() != ErrorCode::kUnsupported) return context.Error(status.code(), status.message());
   }
+  // Large operands without native kernels: widened in panels, finished row by row.
+  const bool native_bf16 = dtype == DType::kBFloat16 && NativeBf16Pays(MultiplyAdds(problem), WeightElements(problem));
+  if (!native_bf16 && packed == nullptr && WidensInPanels(problem)) {
+    Status status = WidenedMatMulInPanels(context, problem, a, b, out, addend);
+    if (!status.ok()) return context.Error(status.code(), status.message());
+    return Status::Ok();
+  }
   // A widened output is its own float32 work tensor.
   ONNX_AMP_ASSIGN_OR_RETURN(Tensor c, widened ? Expected<Tensor>(out) : context.ScratchFloat32(out.num_elements()));
   if (problem.accumulate) std::copy(addend.begin(), addend.end(), c.data<float>());
-  Status status = Unsupported("float16 runs on float32 panels");
-  if (dtype == DType::kBFloat16) {
+  Status status = Unsupported("float16 runs on float32 kernels");
+  if (native_bf16) {
     status = RunDnnlMatMul(problem, dt::bf16, a.raw_data(), b_source, FusedActivation{}, {dt::f32, c.raw_data()});
   }
-  if (status.code() == ErrorCode::kUnsupported && packed == nullptr && WidensInPanels(problem)) {
-    status = WidenedMatMulInPanels(context, problem, a, b, c.data<float>());
-  } else if (status.code() == ErrorCode::kUnsupported) {
+  if (status.code() == ErrorCode::kUnsupported) {
     // Packed B is widened once, on the run that packs it; plain B on every call.
     ONNX_AMP_ASSIGN_OR_RETURN(const std::vector<Tensor> f32,
                               Widened(context, packed == nullptr ? std::vector<const Tensor*>{&a, &b}
@@ -284,7 +295,7 @@ Status ComputeMatMul(KernelContext& context, const MatMulProblem& problem, const
     status = RunDnnlMatMul(problem, dt::f32, f32[0].raw_data(), widened, FusedActivation{}, {dt::f32, c.raw_data()});
   }
   if (!status.ok()) return context.Error(status.code(), status.message());
-  Finish(c.data<float>(), out, dtype, widened, activation, context.threads());
+  FinishProduct(c.data<float>(), out, dtype, activation, context.threads());
   return Status::Ok();
 }
 

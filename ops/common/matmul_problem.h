@@ -51,6 +51,13 @@ Status RunDnnlMatMul(const MatMulProblem& problem, dnnl::memory::data_type opera
 Status RunDnnlMatMul(const MatMulProblem& problem, dnnl::memory::data_type operand_type, const void* a,
                      const dnn::WeightsSource& b, const FusedActivation& post_op, const MatMulDestination& c);
 
+// Writes float32 results c[0, count) to out's elements [begin, begin + count), on the
+// calling thread: rounded to out's dtype with the activation applied to the rounded
+// values, or, for a float32 `out` of `dtype` products (a Cast to float32 folded in, no
+// activation), rounded to `dtype` (`c` may alias out from begin).
+void FinishProductBlock(const float* c, Tensor& out, DType dtype, int64_t begin, int64_t count,
+                        const FusedActivation& activation);
+
 // The same product as a plain loop in double (float64 tensors).
 void ReferenceMatMul(const MatMulProblem& problem, const double* a, const double* b, double* c);
 

@@ -1,7 +1,6 @@
 #include "ops/common/widened_panels.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "runtime/core/convert.h"
 #include "runtime/exec/thread_pool.h"
@@ -11,17 +10,55 @@ namespace {
 
 using dt = dnnl::memory::data_type;
 
-// Bytes of one operand's float32 panel: small enough that the two panels of a product
-// stay below what a float32 step holds instead (a mixed step peaks no higher), large
-// enough that a panel's product runs at the GEMM's full rate.
+// Bytes of one operand's float32 panel up to which it is widened whole; a product whose
+// operands all fit runs on whole copies (matmul_problem.cc).
 constexpr int64_t kPanelBytes = int64_t{4} << 20;
 
-// Rows (or columns) per panel of an operand with `extent` of them and `across` elements
-// each: all of them when they fit kPanelBytes, else a multiple of 64.
-int64_t PanelExtent(int64_t extent, int64_t across) {
-  const int64_t fit = kPanelBytes / (static_cast<int64_t>(sizeof(float)) * std::max<int64_t>(across, 1));
-  if (fit >= extent) return extent;
-  return std::max<int64_t>(64, fit / 64 * 64);
+// Floats every panelled product may hold in work tensors, whatever its size: two such
+// panels.
+constexpr int64_t kMinWorkFloats = 2 * kPanelBytes / static_cast<int64_t>(sizeof(float));
+
+// Columns of B below which a column panel's product loses rate.
+constexpr int64_t kMinPanelColumns = 256;
+
+// Result elements per parallel chunk of the finishing pass.
+constexpr int64_t kFinishChunk = int64_t{1} << 16;
+
+int64_t RoundDownTo64(int64_t value) { return value / 64 * 64; }
+
+// How a product is cut: A in panels of `rows` rows, B in panels of `cols` columns. With
+// all n columns B is widened once, before the first row panel, and each row panel's
+// result is finished into the output before the next (from rows x n work floats, or in
+// the output itself when that is float32); with fewer, each rows x cols block of the
+// result is (from rows x cols work floats).
+struct PanelPlan {
+  int64_t rows = 0, cols = 0;
+};
+
+// The float32 work tensors (panels and result) may take a third of what the product's
+// low-precision operands and output save against float32 ones (2 bytes an element), and
+// at least kMinWorkFloats: so a mixed step's peak stays at or below the float32 step's,
+// whose operands and outputs are twice as large, although its low-precision weight
+// copies come on top (half of the saving put the MLP's batch-1024 step 1.5% above
+// float32's peak RSS, a third 2% below it). Within that, as few widenings as the
+// budget allows: B whole when it fits beside a 64-row panel of A (every element widened
+// once), else the most rows of A beside column panels of B (B widened once per row
+// panel).
+PanelPlan PlanPanels(int64_t m, int64_t k, int64_t n, bool low_output) {
+  const int64_t saved_bytes = 2 * (m * k + k * n + (low_output ? m * n : 0));
+  const int64_t budget = std::max(kMinWorkFloats, saved_bytes / 3 / static_cast<int64_t>(sizeof(float)));
+  const int64_t min_rows = std::min<int64_t>(m, 64);
+  PanelPlan plan;
+  const int64_t whole_b_per_row = k + (low_output ? n : 0);  // A's panel and the result's rows
+  if (k * n + min_rows * whole_b_per_row <= budget) {
+    plan.cols = n;
+    plan.rows = std::clamp(RoundDownTo64((budget - k * n) / whole_b_per_row), min_rows, m);
+    return plan;
+  }
+  const int64_t min_cols = std::min(n, kMinPanelColumns);
+  plan.rows = std::clamp(RoundDownTo64((budget - k * min_cols) / (k + min_cols)), min_rows, m);
+  plan.cols = std::clamp(RoundDownTo64((budget - plan.rows * k) / (k + plan.rows)), min_cols, n);
+  return plan;
 }
 
 void Widen(const uint16_t* low, float* wide, size_t count, DType dtype) {
@@ -105,29 +142,42 @@ dnnl::memory::dims WidenBPanel(const Tensor& b, const MatMulProblem& p, int64_t 
 bool WidensInPanels(const MatMulProblem& problem) {
   if (problem.a_dims.size() != 2 || problem.packed_b != nullptr) return false;
   const int64_t m = problem.a_dims[0], k = problem.a_dims[1], n = problem.b_dims[1];
-  return PanelExtent(m, k) < m || PanelExtent(n, k) < n;
+  const int64_t panel_floats = kPanelBytes / static_cast<int64_t>(sizeof(float));
+  return m * k > panel_floats || k * n > panel_floats;
 }
 
 Status WidenedMatMulInPanels(KernelContext& context, const MatMulProblem& problem, const Tensor& a, const Tensor& b,
-                             float* c) {
+                             Tensor& out, const std::vector<double>& addend) {
   const int64_t m = problem.a_dims[0], k = problem.a_dims[1], n = problem.b_dims[1];
-  const int64_t rows = PanelExtent(m, k), cols = PanelExtent(n, k);
+  const DType dtype = a.dtype();
+  // A float32 output holds the rounded results itself (a Cast to float32 folded in).
+  const bool low_output = out.dtype() == dtype;
+  const PanelPlan plan = PlanPanels(m, k, n, low_output);
+  const bool whole_b = plan.cols == n;
   ThreadPool& threads = context.threads();
-  ONNX_AMP_ASSIGN_OR_RETURN(Tensor a_panel, context.ScratchFloat32(rows * k));
-  ONNX_AMP_ASSIGN_OR_RETURN(Tensor b_panel, context.ScratchFloat32(k * cols));
-  // Column panels of C are gathered into a dense work tensor around each product.
-  Tensor c_panel;
-  if (cols < n) {
-    ONNX_AMP_ASSIGN_OR_RETURN(c_panel, context.ScratchFloat32(rows * cols));
+  ONNX_AMP_ASSIGN_OR_RETURN(Tensor a_panel, context.ScratchFloat32(plan.rows * k));
+  ONNX_AMP_ASSIGN_OR_RETURN(Tensor b_panel, context.ScratchFloat32(k * plan.cols));
+  // The result's rows x cols block, unless it is written into the output in place.
+  const bool in_block = low_output || !whole_b;
+  Tensor block;
+  if (in_block) {
+    ONNX_AMP_ASSIGN_OR_RETURN(block, context.ScratchFloat32(plan.rows * plan.cols));
   }
   dnnl::memory::dims b_strides;
-  if (cols == n) b_strides = WidenBPanel(b, problem, 0, n, b_panel.data<float>(), threads);
-  for (int64_t row = 0; row < m; row += rows) {
-    const int64_t mb = std::min(rows, m - row);
+  if (whole_b) b_strides = WidenBPanel(b, problem, 0, n, b_panel.data<float>(), threads);
+  for (int64_t row = 0; row < m; row += plan.rows) {
+    const int64_t mb = std::min(plan.rows, m - row);
     const dnnl::memory::dims a_strides = WidenAPanel(a, problem, row, mb, a_panel.data<float>(), threads);
-    for (int64_t column = 0; column < n; column += cols) {
-      const int64_t nb = std::min(cols, n - column);
-      if (cols < n) b_strides = WidenBPanel(b, problem, column, nb, b_panel.data<float>(), threads);
+    for (int64_t column = 0; column < n; column += plan.cols) {
+      const int64_t nb = std::min(plan.cols, n - column);
+      if (!whole_b) b_strides = WidenBPanel(b, problem, column, nb, b_panel.data<float>(), threads);
+      float* c = in_block ? block.data<float>() : out.data<float>() + row * n;
+      if (problem.accumulate) {
+        for (int64_t i = 0; i < mb; ++i) {
+          const auto from = addend.begin() + (row + i) * n + column;
+          std::copy(from, from + nb, c + i * nb);
+        }
+      }
       MatMulProblem sub = problem;
       sub.a_dims = {mb, k};
       sub.a_strides = a_strides;
@@ -135,17 +185,12 @@ Status WidenedMatMulInPanels(KernelContext& context, const MatMulProblem& proble
       sub.b_strides = b_strides;
       sub.c_dims = {mb, nb};
       if (!problem.bias.empty()) sub.bias.assign(problem.bias.begin() + column, problem.bias.begin() + column + nb);
-      float* target = c + row * n;
-      if (nb < n) {
-        target = c_panel.data<float>();
-        if (problem.accumulate) {
-          for (int64_t i = 0; i < mb; ++i) std::memcpy(target + i * nb, c + (row + i) * n + column, nb * sizeof(float));
+      ONNX_AMP_RETURN_IF_ERROR(RunDnnlMatMul(sub, dt::f32, a_panel.data<float>(), b_panel.data<float>(), c));
+      threads.ParallelFor(mb, std::max<int64_t>(1, kFinishChunk / nb), [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          FinishProductBlock(c + i * nb, out, dtype, (row + i) * n + column, nb, problem.activation);
         }
-      }
-      ONNX_AMP_RETURN_IF_ERROR(RunDnnlMatMul(sub, dt::f32, a_panel.data<float>(), b_panel.data<float>(), target));
-      if (nb < n) {
-        for (int64_t i = 0; i < mb; ++i) std::memcpy(c + (row + i) * n + column, target + i * nb, nb * sizeof(float));
-      }
+      });
     }
   }
   return Status::Ok();

@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "converter/convert_model.h"
+#include "ops/common/bf16_kernel_choice.h"
 #include "runtime/core/float16.h"
 #include "runtime/executor/executor.h"
 #include "runtime/executor/random_inputs.h"
@@ -391,6 +392,57 @@ TEST(FusionPlanTest, CastToFloat32FoldsIntoMatMulAndKeepsTheRounding) {
       }
     }
   }
+}
+
+// Products large enough to be widened in panels (ops/common/widened_panels.h), each
+// followed by a Cast to float32 (folded: rounded in place in the float32 output) and by a
+// Relu (fused: applied to each finished block): [100, 8000] @ [8000, 300] takes row and
+// column panels, [1100, 2100] @ [2100, 40] all of B beside two row panels.
+onnx::ModelProto PanelledProductsModel(onnx::TensorProto::DataType low) {
+  onnx::GraphProto graph;
+  graph.set_name("panelled_products");
+  const std::vector<std::tuple<std::string, int64_t, int64_t, int64_t>> products = {{"wide", 100, 8000, 300},
+                                                                                    {"tall", 1100, 2100, 40}};
+  for (const auto& [name, m, k, n] : products) {
+    for (const auto& [input, dims] : {std::pair{name + "_a", std::vector<int64_t>{m, k}},
+                                      std::pair{name + "_b", std::vector<int64_t>{k, n}}}) {
+      onnx::ValueInfoProto value = FloatValue(input, dims);
+      value.mutable_type()->mutable_tensor_type()->set_elem_type(low);
+      *graph.add_input() = value;
+    }
+    Node(graph, "MatMul", {name + "_a", name + "_b"}, name + "_product");
+    IntAttr(*Node(graph, "Cast", {name + "_product"}, name + "_widened"), "to", onnx::TensorProto::FLOAT);
+    *graph.add_output() = FloatValue(name + "_widened", {m, n});
+    Node(graph, "MatMul", {name + "_a", name + "_b"}, name + "_pre");
+    Node(graph, "Relu", {name + "_pre"}, name + "_relu");
+    onnx::ValueInfoProto relu = FloatValue(name + "_relu", {m, n});
+    relu.mutable_type()->mutable_tensor_type()->set_elem_type(low);
+    *graph.add_output() = relu;
+  }
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(17);
+  *model.mutable_graph() = graph;
+  return model;
+}
+
+TEST(FusionPlanTest, PanelledProductsFinishLikeTheSeparateNodes) {
+  // bfloat16 takes the panels where float32 kernels run it.
+  const Bf16Kernels previous = SetBf16Kernels(Bf16Kernels::kFloat32);
+  for (const auto low : {onnx::TensorProto::FLOAT16, onnx::TensorProto::BFLOAT16}) {
+    const onnx::ModelProto model = PanelledProductsModel(low);
+    std::unique_ptr<Executor> fused = Make(model, true);
+    std::unique_ptr<Executor> plain = Make(model, false);
+    ASSERT_TRUE(fused && plain);
+    const auto feeds = Inputs(*fused, 17);
+    const RunResult expected = RunOk(*plain, feeds);
+    const RunResult actual = RunOk(*fused, feeds);
+    const std::string label = low == onnx::TensorProto::FLOAT16 ? "float16" : "bfloat16";
+    EXPECT_EQ(Calls(actual, "MatMul+Cast"), 2) << label;
+    EXPECT_EQ(Calls(actual, "MatMul+Relu"), 2) << label;
+    ExpectBitIdentical(expected, actual, label);
+  }
+  SetBf16Kernels(previous);
 }
 
 TEST(FusionPlanTest, NonFiniteInputsMatchUnfused) {
