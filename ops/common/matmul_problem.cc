@@ -5,6 +5,7 @@
 #include <string>
 
 #include "ops/common/bf16_kernel_choice.h"
+#include "ops/common/few_rows_matmul.h"
 #include "ops/common/float_compute.h"
 #include "ops/common/fused_activation.h"
 #include "ops/common/onednn_utils.h"
@@ -233,6 +234,12 @@ Status ComputeMatMul(KernelContext& context, const MatMulProblem& problem, const
     ONNX_AMP_ASSIGN_OR_RETURN(Tensor c, widened ? Expected<Tensor>(out) : context.ScratchFloat32(out.num_elements()));
     FillStart(problem, addend, c.data<float>(), out.num_elements());
     FinishProduct(c.data<float>(), out, dtype, activation, context.threads());
+    return Status::Ok();
+  }
+  // A few rows read B once: at the memory's rate on their own kernels.
+  if (TakesFewRows(problem, dtype)) {
+    Status status = ComputeFewRowsMatMul(context, problem, a, b, out, addend);
+    if (!status.ok()) return context.Error(status.code(), status.message());
     return Status::Ok();
   }
   // Packing pays off for weights: B without batch dims of its own.

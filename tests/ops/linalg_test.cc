@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include "ops/common/few_rows_matmul.h"
 #include "tests/ops/dnn_test_util.h"
 
 namespace onnx_amp::testing {
@@ -285,6 +286,33 @@ TEST(GemmTest, LowPrecisionLargeOperandsWidenedInPanels) {
   // bfloat16 on float32 kernels takes the same panels.
   const ScopedBf16Kernels float32(Bf16Kernels::kFloat32);
   for (const GemmCase& g : cases) CheckGemm(DType::kBFloat16, g, seed += 3);
+}
+
+// Products of at most four rows run on their own vector kernels (few_rows_matmul.h):
+// B rows contiguous (transB = 0) and columns contiguous (transB = 1), k and n not
+// multiples of the lanes, transposed A, alpha, a bias row and a full C.
+const std::vector<GemmCase> kFewRowsCases = {
+    {1, 37, 67, false, false, 1.0f, 1.0f, std::nullopt},   {2, 1000, 130, false, true, 1.0f, 1.0f, Shape{130}},
+    {3, 16, 4, true, false, 0.5f, 2.0f, Shape{3, 4}},      {4, 250, 33, true, true, -1.0f, 1.0f, Shape{33}},
+    {4, 4096, 70, false, true, 1.0f, 0.5f, Shape{4, 70}},  {1, 3, 1, false, false, 1.0f, 1.0f, Shape{1}},
+};
+
+void CheckFewRowsPath(FewRowsPath path, uint32_t seed) {
+  const FewRowsPath previous = SetFewRowsPath(path);
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    for (const GemmCase& g : kFewRowsCases) CheckGemm(dtype, g, seed += 3);
+  }
+  SetFewRowsPath(previous);
+}
+
+TEST(GemmTest, FewRowsOnAvx512MatchDoubleReference) {
+  if (!FewRowsPathSupported(FewRowsPath::kAvx512)) GTEST_SKIP() << "this CPU has no AVX-512 (F, BW, VL)";
+  CheckFewRowsPath(FewRowsPath::kAvx512, 800);
+}
+
+TEST(GemmTest, FewRowsOnAvx2MatchDoubleReference) {
+  if (!FewRowsPathSupported(FewRowsPath::kAvx2)) GTEST_SKIP() << "this CPU has no AVX2 with FMA and F16C";
+  CheckFewRowsPath(FewRowsPath::kAvx2, 900);
 }
 
 TEST(GemmTest, Float16BiasKeepsTheSumInFloat32) {
