@@ -23,6 +23,15 @@ def run_cli(*arguments, env=None):
     return subprocess.run([ARGS.cli, *arguments], capture_output=True, text=True, timeout=120, env=env)
 
 
+def cpu_flags():
+    """The first processor's flags in /proc/cpuinfo."""
+    with open("/proc/cpuinfo") as cpuinfo:
+        for line in cpuinfo:
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    return set()
+
+
 def bundled_models():
     """(model path, expected dict) for every models/<name>.onnx with a <name>.expected.json."""
     pairs = []
@@ -231,13 +240,22 @@ class UsageTest(unittest.TestCase):
         self.assertRegex(lines[0], r"^onnx-amp \d+\.\d+\.\d+ \(CUDA support: %s\)$" % cuda)
         # The CPU's bfloat16 kernel choice (ops/common/bf16_kernel_choice.h).
         self.assertRegex(lines[1], r"^CPU: bfloat16 products \(ONNX_AMP_BF16_KERNELS=(auto|native|float32)\): (native|float32) kernels")
+        # The few-rows kernels (ops/common/few_rows_matmul.h): the widest the CPU's flags allow.
+        flags = cpu_flags()
+        if {"avx512f", "avx512bw", "avx512vl", "avx2", "fma", "f16c"} <= flags:
+            path = "avx512 kernels streaming the weights once"
+        elif {"avx2", "fma", "f16c"} <= flags:
+            path = "avx2 kernels streaming the weights once"
+        else:
+            path = "oneDNN's kernels (no AVX2 with FMA and F16C)"
+        self.assertEqual(lines[2], "CPU: products of at most 4 rows: " + path)
         if ARGS.cuda:
             # The libraries loaded, then those the build was compiled against.
             version = r"\d+\.\d+(\.\d+)?"
-            self.assertRegex(lines[2], r"^CUDA runtime (%s|unavailable), cuBLASLt %s, cuDNN %s \(built with CUDA %s, "
+            self.assertRegex(lines[3], r"^CUDA runtime (%s|unavailable), cuBLASLt %s, cuDNN %s \(built with CUDA %s, "
                                        r"cuBLASLt %s, cuDNN %s\)$" % ((version,) * 6))
         else:
-            self.assertEqual(len(lines), 2)
+            self.assertEqual(len(lines), 3)
 
     def test_version_names_a_forced_bfloat16_kernel_choice_and_rejects_others(self):
         env = dict(os.environ, ONNX_AMP_BF16_KERNELS="float32")

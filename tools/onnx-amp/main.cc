@@ -12,21 +12,28 @@
 #include <string>
 
 #include "ops/common/bf16_kernel_choice.h"
+#include "ops/common/few_rows_matmul.h"
 #include "tools/onnx-amp/cli_errors.h"
 #include "tools/onnx-amp/command.h"
 #include "tools/onnx-amp/device_flag.h"
 
 namespace {
 
-// The version, the CPU's bfloat16 kernel choice, and with CUDA compiled in a line with the
-// CUDA runtime, cuBLASLt and cuDNN versions loaded and built against.
+// The version, the CPU's kernel choices (bfloat16 products, products of a few rows), and
+// with CUDA compiled in a line with the CUDA runtime, cuBLASLt and cuDNN versions loaded
+// and built against.
 std::string VersionText() {
+  const std::string cpu = "\nCPU: " + onnx_amp::DescribeBf16Kernels() + "\nCPU: products of at most " +
+                          std::to_string(onnx_amp::kFewRowsMax) + " rows: " +
+                          (onnx_amp::CurrentFewRowsPath() == onnx_amp::FewRowsPath::kNone
+                               ? std::string("oneDNN's kernels (no AVX2 with FMA and F16C)")
+                               : std::string(onnx_amp::FewRowsPathName(onnx_amp::CurrentFewRowsPath())) +
+                                     " kernels streaming the weights once");
 #if ONNX_AMP_WITH_CUDA
-  return std::string("onnx-amp ") + ONNX_AMP_VERSION + " (CUDA support: compiled in)\nCPU: " +
-         onnx_amp::DescribeBf16Kernels() + "\n" + onnx_amp::DeviceLibraryVersions();
+  return std::string("onnx-amp ") + ONNX_AMP_VERSION + " (CUDA support: compiled in)" + cpu + "\n" +
+         onnx_amp::DeviceLibraryVersions();
 #else
-  return std::string("onnx-amp ") + ONNX_AMP_VERSION + " (CUDA support: not compiled in)\nCPU: " +
-         onnx_amp::DescribeBf16Kernels();
+  return std::string("onnx-amp ") + ONNX_AMP_VERSION + " (CUDA support: not compiled in)" + cpu;
 #endif
 }
 
