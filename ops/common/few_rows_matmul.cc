@@ -7,9 +7,10 @@
 #include "ops/common/float32_buffers.h"
 #include "runtime/exec/thread_pool.h"
 
+#include "runtime/core/convert.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #define ONNX_AMP_FEW_ROWS_X86 1
-#include <cpuid.h>
 #else
 #define ONNX_AMP_FEW_ROWS_X86 0
 #endif
@@ -19,14 +20,6 @@ namespace {
 
 // Columns per parallel chunk at least: below that a chunk is not worth a thread.
 constexpr int64_t kMinChunkColumns = 64;
-
-#if ONNX_AMP_FEW_ROWS_X86
-// F16C is CPUID.1:ECX bit 29 (not every compiler's __builtin_cpu_supports knows it).
-bool CpuHasF16c() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
-}
-#endif
 
 FewRowsPath WidestPath() {
   for (FewRowsPath path : {FewRowsPath::kAvx512, FewRowsPath::kAvx2}) {
@@ -53,14 +46,14 @@ std::string_view FewRowsPathName(FewRowsPath path) {
 
 bool FewRowsPathSupported(FewRowsPath path) {
 #if ONNX_AMP_FEW_ROWS_X86
+  // The conversions' paths (runtime/core/convert.h) cover AVX2 + F16C and AVX-512 F + BW.
   __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && CpuHasF16c();
+  const bool avx2 = ConvertPathSupported(ConvertPath::kAvx2F16c) && __builtin_cpu_supports("fma");
   switch (path) {
     case FewRowsPath::kNone: return true;
     case FewRowsPath::kAvx2: return avx2;
     case FewRowsPath::kAvx512:
-      return avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512vl");
+      return avx2 && ConvertPathSupported(ConvertPath::kAvx512) && __builtin_cpu_supports("avx512vl");
   }
   return false;
 #else
