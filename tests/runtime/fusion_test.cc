@@ -445,6 +445,45 @@ TEST(FusionPlanTest, PanelledProductsFinishLikeTheSeparateNodes) {
   SetBf16Kernels(previous);
 }
 
+// Products of a few rows run on the few-rows kernels (ops/common/few_rows_matmul.h),
+// which split the columns over the threads and sum every column in one fixed order:
+// one thread and two give the same bits, B's rows contiguous (MatMul) or its columns
+// (Gemm with transB), in float32, float16 and bfloat16.
+TEST(FusionPlanTest, FewRowProductsGiveTheSameBitsOnOneAndTwoThreads) {
+  for (const auto dtype : {onnx::TensorProto::FLOAT, onnx::TensorProto::FLOAT16, onnx::TensorProto::BFLOAT16}) {
+    onnx::GraphProto graph;
+    graph.set_name("few_rows");
+    for (const auto& [name, dims] : {std::pair{"a", std::vector<int64_t>{3, 300}}, std::pair{"b", std::vector<int64_t>{300, 1000}},
+                                     std::pair{"bt", std::vector<int64_t>{1000, 300}}}) {
+      onnx::ValueInfoProto value = FloatValue(name, dims);
+      value.mutable_type()->mutable_tensor_type()->set_elem_type(dtype);
+      *graph.add_input() = value;
+    }
+    Node(graph, "MatMul", {"a", "b"}, "rows");
+    IntAttr(*Node(graph, "Gemm", {"a", "bt"}, "columns"), "transB", 1);
+    for (const char* output : {"rows", "columns"}) {
+      onnx::ValueInfoProto value = FloatValue(output, {3, 1000});
+      value.mutable_type()->mutable_tensor_type()->set_elem_type(dtype);
+      *graph.add_output() = value;
+    }
+    onnx::ModelProto model;
+    model.set_ir_version(8);
+    model.add_opset_import()->set_version(17);
+    *model.mutable_graph() = graph;
+    std::unique_ptr<Executor> executors[2];
+    for (int threads : {1, 2}) {
+      ExecutorOptions options;
+      options.num_threads = threads;
+      Expected<std::unique_ptr<Executor>> executor = Executor::Create(onnx::ModelProto(model), options);
+      ASSERT_TRUE(executor.ok()) << executor.status().message();
+      executors[threads - 1] = std::move(executor).value();
+    }
+    const auto feeds = Inputs(*executors[0], 23);
+    ExpectBitIdentical(RunOk(*executors[0], feeds), RunOk(*executors[1], feeds),
+                       "few rows, dtype " + std::to_string(static_cast<int>(dtype)));
+  }
+}
+
 TEST(FusionPlanTest, NonFiniteInputsMatchUnfused) {
   for (PolicyKind policy : {PolicyKind::kFloat32, PolicyKind::kMixedFloat16, PolicyKind::kMixedBFloat16}) {
     const onnx::ModelProto model = Converted(ConvNet(), policy);
