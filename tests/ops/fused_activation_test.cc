@@ -1,0 +1,83 @@
+// The fused activations' stores (ops/common/fused_activation.h) give the bits of the
+// separate nodes: a float16/bfloat16 output rounded once, then the activation on the
+// rounded values. Relu takes a shortcut (applied before the one rounding, with the
+// values that round to -0 kept negative), checked here over edge cases, a sweep of all
+// float32 bit patterns, and dense sweeps where values round to zero.
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "ops/common/float32_buffers.h"
+#include "ops/common/fused_activation.h"
+#include "runtime/exec/thread_pool.h"
+
+namespace onnx_amp {
+namespace {
+
+float FromBits(uint32_t bits) { return std::bit_cast<float>(bits); }
+
+// Both signs of every bit pattern from `low` to `high` magnitudes, every `step`-th.
+void AddSweep(std::vector<float>& values, float low, float high, uint32_t step) {
+  for (uint32_t bits = std::bit_cast<uint32_t>(low); bits <= std::bit_cast<uint32_t>(high); bits += step) {
+    values.push_back(FromBits(bits));
+    values.push_back(-FromBits(bits));
+  }
+}
+
+std::vector<float> EdgeValues(float rounds_to_zero) {
+  std::vector<float> values = {0.0f, -0.0f, std::numeric_limits<float>::infinity(),
+                               -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::max(),
+                               -std::numeric_limits<float>::max(), std::numeric_limits<float>::denorm_min(),
+                               -std::numeric_limits<float>::denorm_min(), 65504.0f, 65520.0f, -65520.0f, 1.0f, -1.0f,
+                               FromBits(0x7fc00001u), FromBits(0xffc00001u), FromBits(0x7f800001u),
+                               FromBits(0xff812345u)};
+  for (float edge : {rounds_to_zero, 2 * rounds_to_zero}) {
+    for (float v : {edge, std::nextafter(edge, 0.0f), std::nextafter(edge, 1.0f)}) {
+      values.push_back(v);
+      values.push_back(-v);
+    }
+  }
+  // All of float32, sparsely, and densely where values round to zero or the smallest
+  // subnormal.
+  for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 65521) values.push_back(FromBits(static_cast<uint32_t>(bits)));
+  AddSweep(values, rounds_to_zero / 4, rounds_to_zero * 4, 97);
+  return values;
+}
+
+TEST(FusedActivationTest, ReluStoredWithOneRoundingMatchesRoundingThenRelu) {
+  ThreadPool threads(2);
+  FusedActivation relu;
+  relu.kind = FusedActivationKind::kRelu;
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {
+    const std::vector<float> values = EdgeValues(dtype == DType::kFloat16 ? 0x1p-25f : 0x1p-134f);
+    const int64_t count = static_cast<int64_t>(values.size());
+    Tensor fused = Tensor::Empty(dtype, {count});
+    Tensor separate = Tensor::Empty(dtype, {count});
+    StoreWithActivation(values.data(), fused, relu, threads);
+    StoreFromFloat32(values.data(), separate);
+    ApplyActivation(relu, separate, threads);
+    const uint16_t* got = static_cast<const uint16_t*>(fused.raw_data());
+    const uint16_t* want = static_cast<const uint16_t*>(separate.raw_data());
+    int64_t mismatches = 0;
+    for (int64_t i = 0; i < count; ++i) {
+      if (got[i] == want[i]) continue;
+      if (++mismatches <= 5) {
+        ADD_FAILURE() << DTypeName(dtype) << " relu of " << values[i] << " (bits 0x" << std::hex
+                      << std::bit_cast<uint32_t>(values[i]) << "): fused 0x" << got[i] << ", separate 0x" << want[i];
+      }
+    }
+    EXPECT_EQ(mismatches, 0) << DTypeName(dtype) << " over " << count << " values";
+    // The sweep reached values that round to -0 and to the smallest subnormal.
+    int64_t negative_zeros = 0;
+    for (int64_t i = 0; i < count; ++i) negative_zeros += want[i] == 0x8000;
+    EXPECT_GT(negative_zeros, 100) << DTypeName(dtype);
+  }
+}
+
+}  // namespace
+}  // namespace onnx_amp
