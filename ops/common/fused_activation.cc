@@ -87,22 +87,16 @@ void ApplyRange(const FusedActivation& activation, Tensor& out, int64_t begin, i
   });
 }
 
-// Relu of the rounded values (the separate nodes' order) with one rounding: Relu first
-// in float32 gives the same bits, except that a negative value rounding to -0 keeps its
-// sign through Relu (-0 < 0 is false), so such values become -0 instead of +0. NaN
-// passes through either way. Magnitudes up to half the smallest subnormal round to zero
-// (the tie goes to the even zero): 2^-25 in float16, 2^-134 in bfloat16.
-void StoreWithReluOnce(const float* values, Tensor& out, int64_t begin, int64_t count) {
-  const float rounds_to_zero = out.dtype() == DType::kFloat16 ? 0x1p-25f : 0x1p-134f;
-  constexpr int64_t kBlock = 512;
-  float block[kBlock];
-  for (int64_t i = 0; i < count; i += kBlock) {
-    const int64_t n = std::min(kBlock, count - i);
-    for (int64_t j = 0; j < n; ++j) {
-      const float x = values[i + j];
-      block[j] = x < 0.0f ? (x >= -rounds_to_zero ? -0.0f : 0.0f) : x;
-    }
-    StoreFloat32Block(block, begin + i, n, out);
+// Relu of the rounded float16/bfloat16 values, on their bits: a negative value (sign
+// set, not -0, not NaN) becomes +0; -0 and NaN stay, as in ReluOp. Integer work the
+// compiler vectorises, instead of widening the values again for ReluOp and rounding
+// them once more.
+void ReluOnLowPrecisionBits(Tensor& out, int64_t begin, int64_t count) {
+  uint16_t* bits = static_cast<uint16_t*>(out.raw_data()) + begin;
+  const uint16_t infinity = out.dtype() == DType::kFloat16 ? 0x7c00 : 0x7f80;
+  for (int64_t i = 0; i < count; ++i) {
+    const uint16_t h = bits[i];
+    bits[i] = h > 0x8000 && (h & 0x7fff) <= infinity ? uint16_t{0} : h;
   }
 }
 
@@ -151,10 +145,10 @@ void StoreWithActivation(const float* values, Tensor& out, const FusedActivation
 
 void StoreBlockWithActivation(const float* values, Tensor& out, int64_t begin, int64_t count,
                               const FusedActivation& activation) {
-  if (activation.kind == FusedActivationKind::kRelu && IsLowPrecision(out.dtype())) {
-    return StoreWithReluOnce(values, out, begin, count);
-  }
   StoreFloat32Block(values, begin, count, out);
+  if (activation.kind == FusedActivationKind::kRelu && IsLowPrecision(out.dtype())) {
+    return ReluOnLowPrecisionBits(out, begin, count);
+  }
   ApplyRange(activation, out, begin, begin + count);
 }
 

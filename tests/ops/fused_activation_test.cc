@@ -1,8 +1,8 @@
 // The fused activations' stores (ops/common/fused_activation.h) give the bits of the
 // separate nodes: a float16/bfloat16 output rounded once, then the activation on the
-// rounded values. Relu takes a shortcut (applied before the one rounding, with the
-// values that round to -0 kept negative), checked here over edge cases, a sweep of all
-// float32 bit patterns, and dense sweeps where values round to zero.
+// rounded values. Relu takes a shortcut (on the rounded values' bits), checked here over
+// edge cases, a sweep of all float32 bit patterns, and dense sweeps where values round
+// to zero or to the smallest subnormal.
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -49,7 +49,7 @@ std::vector<float> EdgeValues(float rounds_to_zero) {
   return values;
 }
 
-TEST(FusedActivationTest, ReluStoredWithOneRoundingMatchesRoundingThenRelu) {
+TEST(FusedActivationTest, ReluOnTheRoundedBitsMatchesTheSeparateRelu) {
   ThreadPool threads(2);
   FusedActivation relu;
   relu.kind = FusedActivationKind::kRelu;
