@@ -60,8 +60,24 @@ void MapLowPrecisionRange(Tensor& out, int64_t begin, int64_t end, const Op& op)
   }
 }
 
+// Relu of the rounded float16/bfloat16 values, on their bits: a negative value (sign
+// set, not -0, not NaN) becomes +0; -0 and NaN stay, as in ReluOp. Integer work the
+// compiler vectorises, instead of widening the values again for ReluOp and rounding
+// them once more.
+void ReluOnLowPrecisionBits(Tensor& out, int64_t begin, int64_t count) {
+  uint16_t* bits = static_cast<uint16_t*>(out.raw_data()) + begin;
+  const uint16_t infinity = out.dtype() == DType::kFloat16 ? 0x7c00 : 0x7f80;
+  for (int64_t i = 0; i < count; ++i) {
+    const uint16_t h = bits[i];
+    bits[i] = h > 0x8000 && (h & 0x7fff) <= infinity ? uint16_t{0} : h;
+  }
+}
+
 // Applies the activation to out[begin, end).
 void ApplyRange(const FusedActivation& activation, Tensor& out, int64_t begin, int64_t end) {
+  if (activation.kind == FusedActivationKind::kRelu && IsLowPrecision(out.dtype())) {
+    return ReluOnLowPrecisionBits(out, begin, end - begin);
+  }
   WithActivationOp(activation, [&](const auto& op) {
     switch (out.dtype()) {
       case DType::kFloat32: return MapRange(out.data<float>(), begin, end, op);
@@ -85,19 +101,6 @@ void ApplyRange(const FusedActivation& activation, Tensor& out, int64_t begin, i
     }
     ONNX_AMP_ASSERT(false, "fused activations take floating outputs");
   });
-}
-
-// Relu of the rounded float16/bfloat16 values, on their bits: a negative value (sign
-// set, not -0, not NaN) becomes +0; -0 and NaN stay, as in ReluOp. Integer work the
-// compiler vectorises, instead of widening the values again for ReluOp and rounding
-// them once more.
-void ReluOnLowPrecisionBits(Tensor& out, int64_t begin, int64_t count) {
-  uint16_t* bits = static_cast<uint16_t*>(out.raw_data()) + begin;
-  const uint16_t infinity = out.dtype() == DType::kFloat16 ? 0x7c00 : 0x7f80;
-  for (int64_t i = 0; i < count; ++i) {
-    const uint16_t h = bits[i];
-    bits[i] = h > 0x8000 && (h & 0x7fff) <= infinity ? uint16_t{0} : h;
-  }
 }
 
 }  // namespace
@@ -146,9 +149,6 @@ void StoreWithActivation(const float* values, Tensor& out, const FusedActivation
 void StoreBlockWithActivation(const float* values, Tensor& out, int64_t begin, int64_t count,
                               const FusedActivation& activation) {
   StoreFloat32Block(values, begin, count, out);
-  if (activation.kind == FusedActivationKind::kRelu && IsLowPrecision(out.dtype())) {
-    return ReluOnLowPrecisionBits(out, begin, count);
-  }
   ApplyRange(activation, out, begin, begin + count);
 }
 

@@ -12,8 +12,10 @@
 
 #include <gtest/gtest.h>
 
+#include "ops/common/elementwise_math.h"
 #include "ops/common/float32_buffers.h"
 #include "ops/common/fused_activation.h"
+#include "runtime/core/float16.h"
 #include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {
@@ -57,18 +59,29 @@ TEST(FusedActivationTest, ReluOnTheRoundedBitsMatchesTheSeparateRelu) {
     const std::vector<float> values = EdgeValues(dtype == DType::kFloat16 ? 0x1p-25f : 0x1p-134f);
     const int64_t count = static_cast<int64_t>(values.size());
     Tensor fused = Tensor::Empty(dtype, {count});
-    Tensor separate = Tensor::Empty(dtype, {count});
     StoreWithActivation(values.data(), fused, relu, threads);
-    StoreFromFloat32(values.data(), separate);
-    ApplyActivation(relu, separate, threads);
+    Tensor applied = Tensor::Empty(dtype, {count});
+    StoreFromFloat32(values.data(), applied);
+    ApplyActivation(relu, applied, threads);
+    // The separate nodes, one element at a time: round (float16.h), ReluOp on the
+    // widened value, round again (exact).
+    const bool half = dtype == DType::kFloat16;
+    std::vector<uint16_t> want(values.size());
+    for (int64_t i = 0; i < count; ++i) {
+      const uint16_t rounded = half ? FloatToHalfBits(values[i]) : FloatToBFloat16Bits(values[i]);
+      const float activated = ReluOp{}(half ? HalfBitsToFloat(rounded) : BFloat16BitsToFloat(rounded));
+      want[i] = half ? FloatToHalfBits(activated) : FloatToBFloat16Bits(activated);
+    }
     const uint16_t* got = static_cast<const uint16_t*>(fused.raw_data());
-    const uint16_t* want = static_cast<const uint16_t*>(separate.raw_data());
+    EXPECT_EQ(std::memcmp(applied.raw_data(), want.data(), want.size() * sizeof(uint16_t)), 0)
+        << DTypeName(dtype) << ": ApplyActivation differs from the separate nodes";
     int64_t mismatches = 0;
     for (int64_t i = 0; i < count; ++i) {
       if (got[i] == want[i]) continue;
       if (++mismatches <= 5) {
         ADD_FAILURE() << DTypeName(dtype) << " relu of " << values[i] << " (bits 0x" << std::hex
-                      << std::bit_cast<uint32_t>(values[i]) << "): fused 0x" << got[i] << ", separate 0x" << want[i];
+                      << std::bit_cast<uint32_t>(values[i]) << "): fused 0x" << got[i] << ", separate nodes 0x"
+                      << want[i];
       }
     }
     EXPECT_EQ(mismatches, 0) << DTypeName(dtype) << " over " << count << " values";
