@@ -5,9 +5,8 @@
 
 #include "ops/common/bf16_kernel_choice.h"
 #include "ops/common/float32_buffers.h"
-#include "runtime/exec/thread_pool.h"
-
 #include "runtime/core/convert.h"
+#include "runtime/exec/thread_pool.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #define ONNX_AMP_FEW_ROWS_X86 1
