@@ -1,8 +1,10 @@
 #include "ops/common/float32_buffers.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "runtime/core/convert.h"
+#include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {
 
@@ -30,6 +32,43 @@ void StoreFloat32Block(const float* values, int64_t begin, int64_t n, Tensor& ou
   } else {
     ONNX_AMP_ASSERT(out.dtype() == DType::kBFloat16, "float32 stores take float32, float16 or bfloat16");
     ConvertFloatToBFloat16(values, out.data<uint16_t>() + begin, count);
+  }
+}
+
+Expected<std::vector<Tensor>> Float32Copies(KernelContext& context, const std::vector<const Tensor*>& tensors) {
+  std::vector<Tensor> copies;
+  std::vector<int64_t> starts{0};  // tensor i covers [starts[i], starts[i + 1]) of the pass
+  for (const Tensor* tensor : tensors) {
+    ONNX_AMP_ASSIGN_OR_RETURN(Tensor copy, context.ScratchFloat32(tensor->num_elements()));
+    copies.push_back(std::move(copy));
+    starts.push_back(starts.back() + tensor->num_elements());
+  }
+  constexpr int64_t kChunk = int64_t{1} << 16;
+  context.threads().ParallelFor(starts.back(), kChunk, [&](int64_t begin, int64_t end) {
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const int64_t from = std::max(begin, starts[i]) - starts[i], to = std::min(end, starts[i + 1]) - starts[i];
+      if (from < to) LoadFloat32Block(*tensors[i], from, to - from, copies[i].data<float>() + from);
+    }
+  });
+  return copies;
+}
+
+void RoundThrough(DType dtype, const float* in, float* out, int64_t count) {
+  if (!IsLowPrecision(dtype)) {
+    if (in != out) std::memcpy(out, in, static_cast<size_t>(count) * sizeof(float));
+    return;
+  }
+  constexpr int64_t kBlock = 1024;
+  uint16_t low[kBlock];
+  for (int64_t i = 0; i < count; i += kBlock) {
+    const size_t n = static_cast<size_t>(std::min(kBlock, count - i));
+    if (dtype == DType::kFloat16) {
+      ConvertFloatToHalf(in + i, low, n);
+      ConvertHalfToFloat(low, out + i, n);
+    } else {
+      ConvertFloatToBFloat16(in + i, low, n);
+      ConvertBFloat16ToFloat(low, out + i, n);
+    }
   }
 }
 

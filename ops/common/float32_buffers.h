@@ -24,6 +24,15 @@ void StoreFromFloat32(const float* values, Tensor& out);
 // The same for elements [begin, end) only (values indexed like out).
 void StoreFromFloat32Range(const float* values, Tensor& out, int64_t begin, int64_t end);
 
+// float32 copies of float32, float16 or bfloat16 tensors in the kernel's pooled work
+// tensors, all made in one parallel pass (each pass ends in a barrier, and on a loaded
+// machine every barrier waits for a descheduled thread). Widening is exact.
+Expected<std::vector<Tensor>> Float32Copies(KernelContext& context, const std::vector<const Tensor*>& tensors);
+
+// out[0, count) = in[0, count) rounded once to `dtype` and widened back, what a Cast to
+// float32 of a float16/bfloat16 value holds; other dtypes copy. `in` may be `out`.
+void RoundThrough(DType dtype, const float* in, float* out, int64_t count);
+
 // Blocks of `size` elements of a float32, float16 or bfloat16 tensor as float32, for
 // kernels that walk a tensor plane by plane: float32 data is read in place, the others
 // are widened into the reader's buffer (valid until the next Read).

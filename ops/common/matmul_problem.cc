@@ -10,7 +10,6 @@
 #include "ops/common/fused_activation.h"
 #include "ops/common/onednn_utils.h"
 #include "ops/common/widened_panels.h"
-#include "runtime/core/convert.h"
 #include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {
@@ -135,44 +134,12 @@ void FillStart(const MatMulProblem& problem, const std::vector<double>& addend, 
   for (int64_t i = 0; i < count; ++i) c[i] += problem.bias[i % n];
 }
 
-// Elements per parallel chunk of a widening pass.
-constexpr int64_t kWidenChunk = 1 << 16;
-
-// Widens low-precision elements [begin, end) of `low` into `wide` (exact).
-void WidenRange(const Tensor& low, float* wide, int64_t begin, int64_t end) {
-  const uint16_t* in = static_cast<const uint16_t*>(low.raw_data());
-  const size_t count = static_cast<size_t>(end - begin);
-  if (low.dtype() == DType::kFloat16) {
-    ConvertHalfToFloat(in + begin, wide + begin, count);
-  } else {
-    ConvertBFloat16ToFloat(in + begin, wide + begin, count);
-  }
-}
-
-// float32 copies of float16 (or bfloat16) operands in pooled work tensors; widening is
-// exact, so the products are the same. All operands are widened in one parallel pass:
-// each pass ends in a barrier, and on a loaded machine every barrier waits for a
-// descheduled thread.
-Expected<std::vector<Tensor>> Widened(KernelContext& context, const std::vector<const Tensor*>& lows) {
-  std::vector<Tensor> wides;
-  std::vector<int64_t> starts{0};  // operand i covers [starts[i], starts[i + 1]) of the pass
-  for (const Tensor* low : lows) {
-    ONNX_AMP_ASSIGN_OR_RETURN(Tensor wide, context.ScratchFloat32(low->num_elements()));
-    wides.push_back(std::move(wide));
-    starts.push_back(starts.back() + low->num_elements());
-  }
-  context.threads().ParallelFor(starts.back(), kWidenChunk, [&](int64_t begin, int64_t end) {
-    for (size_t i = 0; i < lows.size(); ++i) {
-      const int64_t from = std::max(begin, starts[i]), to = std::min(end, starts[i + 1]);
-      if (from < to) WidenRange(*lows[i], wides[i].data<float>(), from - starts[i], to - starts[i]);
-    }
-  });
-  return wides;
-}
+// Elements per parallel chunk of the finishing pass.
+constexpr int64_t kFinishChunk = 1 << 16;
 
 // Finishes the whole float32 result `c` into `out` (FinishProductBlock), in parallel.
 void FinishProduct(const float* c, Tensor& out, DType dtype, const FusedActivation& activation, ThreadPool& threads) {
-  threads.ParallelFor(out.num_elements(), kWidenChunk, [&](int64_t begin, int64_t end) {
+  threads.ParallelFor(out.num_elements(), kFinishChunk, [&](int64_t begin, int64_t end) {
     FinishProductBlock(c + begin, out, dtype, begin, end - begin, activation);
   });
 }
@@ -182,20 +149,7 @@ void FinishProduct(const float* c, Tensor& out, DType dtype, const FusedActivati
 void FinishProductBlock(const float* c, Tensor& out, DType dtype, int64_t begin, int64_t count,
                         const FusedActivation& activation) {
   if (out.dtype() == dtype) return StoreBlockWithActivation(c, out, begin, count, activation);
-  // float32 holding the rounded values: round through dtype a block at a time.
-  constexpr int64_t kBlock = 1024;
-  uint16_t low[kBlock];
-  float* values = out.data<float>() + begin;
-  for (int64_t i = 0; i < count; i += kBlock) {
-    const size_t n = static_cast<size_t>(std::min(kBlock, count - i));
-    if (dtype == DType::kFloat16) {
-      ConvertFloatToHalf(c + i, low, n);
-      ConvertHalfToFloat(low, values + i, n);
-    } else {
-      ConvertFloatToBFloat16(c + i, low, n);
-      ConvertBFloat16ToFloat(low, values + i, n);
-    }
-  }
+  RoundThrough(dtype, c, out.data<float>() + begin, count);
 }
 
 Expected<DType> MatMulOutputDType(const KernelContext& context, DType operands) {
@@ -287,7 +241,7 @@ Status ComputeMatMul(KernelContext& context, const MatMulProblem& problem, const
   if (status.code() == ErrorCode::kUnsupported) {
     // Packed B is widened once, on the run that packs it; plain B on every call.
     ONNX_AMP_ASSIGN_OR_RETURN(const std::vector<Tensor> f32,
-                              Widened(context, packed == nullptr ? std::vector<const Tensor*>{&a, &b}
+                              Float32Copies(context, packed == nullptr ? std::vector<const Tensor*>{&a, &b}
                                                                  : std::vector<const Tensor*>{&a}));
     std::vector<float> b_packing;
     dnn::WeightsSource widened = b_source;

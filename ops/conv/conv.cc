@@ -227,9 +227,7 @@ Status ConvCpu(KernelContext& context) {
   ConvLayouts layouts;
   layouts.x = context.input_channels_last(0);
   layouts.y = context.output_channels_last(0);
-  for (int i = 0; addend != nullptr && i < context.num_inputs(); ++i) {
-    if (context.input(i) == addend) layouts.addend = context.input_channels_last(i);
-  }
+  layouts.addend = context.fused_addend_channels_last();
   if (addend != nullptr && (addend->dtype() != dtype || addend->shape() != y_shape)) {
     return context.Error(ErrorCode::kInvalidModel, "the residual added to the output is " +
                                                        std::string(DTypeName(addend->dtype())) +
@@ -271,30 +269,20 @@ Status ConvCpu(KernelContext& context) {
   }
   if (status.code() == ErrorCode::kUnsupported) {
     // Widening to float32 is exact: the same products, accumulated in float32. Packed
-    // weights are widened once, on the run that packs them.
-    ONNX_AMP_ASSIGN_OR_RETURN(Tensor x_wide, context.ScratchFloat32(x->num_elements()));
-    float* x_f32 = x_wide.data<float>();
-    context.threads().ParallelFor(x->num_elements(), int64_t{1} << 16, [&](int64_t begin, int64_t end) {
-      LoadFloat32Block(*x, begin, end - begin, x_f32 + begin);
-    });
+    // weights are widened once, on the run that packs them. The residual is widened here
+    // too: oneDNN's own float16 -> float32 reorder runs one element at a time (a
+    // ResNet-18 residual convolution took 4x its float32 time).
+    ONNX_AMP_ASSIGN_OR_RETURN(const std::vector<Tensor> wide,
+                              Float32Copies(context, addend != nullptr ? std::vector<const Tensor*>{x, addend}
+                                                                       : std::vector<const Tensor*>{x}));
     std::vector<float> w_f32;
     dnn::WeightsSource widened = w_source;
     widened.plain = [&] {
       w_f32 = ToFloat32(*w);
       return static_cast<const void*>(w_f32.data());
     };
-    // The residual too: oneDNN's own float16 -> float32 reorder runs one element at a
-    // time here (a ResNet-18 residual conv took 4x its float32 time).
-    Tensor addend_wide;
-    if (addend != nullptr) {
-      ONNX_AMP_ASSIGN_OR_RETURN(addend_wide, context.ScratchFloat32(addend->num_elements()));
-      float* addend_f32 = addend_wide.data<float>();
-      context.threads().ParallelFor(addend->num_elements(), int64_t{1} << 16, [&](int64_t begin, int64_t end) {
-        LoadFloat32Block(*addend, begin, end - begin, addend_f32 + begin);
-      });
-    }
-    status = RunDnnlConv(s, dt::f32, x_f32, widened, bias_data, addend ? &addend_wide : nullptr, FusedActivation{},
-                         layouts, y_f32);
+    status = RunDnnlConv(s, dt::f32, wide[0].data<float>(), widened, bias_data, addend ? &wide[1] : nullptr,
+                         FusedActivation{}, layouts, y_f32);
   }
   if (!status.ok()) return context.Error(status.code(), status.message());
   StoreWithActivation(y_f32, *y, activation, context.threads());

@@ -5,6 +5,7 @@
 //   H' = (1 - z) . h~ + z . H
 #include <algorithm>
 
+#include "ops/common/float32_buffers.h"
 #include "ops/rnn/recurrent_problem.h"
 #include "ops/rnn/rnn_kernels.h"
 
@@ -56,7 +57,7 @@ Status RunGruDirection(const KernelContext& context, const RecurrentProblem& p, 
       g.ApplyInPlace(candidate, h);
       float* next = &state[b * h];
       for (int64_t i = 0; i < h; ++i) next[i] = (1.0f - z[i]) * candidate[i] + z[i] * next[i];
-      RoundThrough(p.dtype, next, h);
+      RoundThrough(p.dtype, next, next, h);
       std::copy_n(next, h, &out.y[((d * p.seq_length + t) * batch + b) * h]);
     }
   }

@@ -10,6 +10,7 @@
 // rounded when stored for the next step and for Y_c.
 #include <algorithm>
 
+#include "ops/common/float32_buffers.h"
 #include "ops/rnn/recurrent_problem.h"
 #include "ops/rnn/rnn_kernels.h"
 
@@ -65,8 +66,8 @@ Status RunLstmDirection(const KernelContext& context, const RecurrentProblem& p,
       act_h.ApplyInPlace(new_cell.data(), h);
       float* next = &state[b * h];
       for (int64_t i = 0; i < h; ++i) next[i] = output[i] * new_cell[i];
-      RoundThrough(p.dtype, next, h);
-      RoundThrough(p.dtype, c, h);
+      RoundThrough(p.dtype, next, next, h);
+      RoundThrough(p.dtype, c, c, h);
       std::copy_n(next, h, &out.y[((d * p.seq_length + t) * batch + b) * h]);
     }
   }

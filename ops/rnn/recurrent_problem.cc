@@ -6,7 +6,6 @@
 
 #include "ops/common/float_compute.h"
 #include "ops/common/matmul_problem.h"
-#include "runtime/core/float16.h"
 #include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {
@@ -180,14 +179,6 @@ Status RecurrentProduct(const KernelContext& context, const RecurrentProblem& p,
                         int64_t rows, const float* h, float* out) {
   const float* r = &p.r[(d * p.gates * p.hidden + first_row) * p.hidden];
   return ProductWithTransposed(context, h, r, p.batch, rows, p.hidden, out);
-}
-
-void RoundThrough(DType dtype, float* values, int64_t count) {
-  if (dtype == DType::kFloat16) {
-    for (int64_t i = 0; i < count; ++i) values[i] = Float16::FromFloat(values[i]).ToFloat();
-  } else if (dtype == DType::kBFloat16) {
-    for (int64_t i = 0; i < count; ++i) values[i] = BFloat16::FromFloat(values[i]).ToFloat();
-  }
 }
 
 Status ForEachDirection(KernelContext& context, const RecurrentProblem& p,

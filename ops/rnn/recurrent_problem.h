@@ -75,9 +75,6 @@ Expected<std::vector<float>> InputProjection(const KernelContext& context, const
 Status RecurrentProduct(const KernelContext& context, const RecurrentProblem& p, int64_t d, int64_t first_row,
                         int64_t rows, const float* h, float* out);
 
-// Rounds float32 values to `dtype` and back (a no-op for float32).
-void RoundThrough(DType dtype, float* values, int64_t count);
-
 // Runs run_direction(d) for every direction, the two of a bidirectional node in
 // parallel; returns the first error.
 Status ForEachDirection(KernelContext& context, const RecurrentProblem& p,

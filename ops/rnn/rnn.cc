@@ -1,6 +1,7 @@
 // RNN: H_t = f(X_t W^T + H_{t-1} R^T + Wb + Rb), f Tanh by default.
 #include <algorithm>
 
+#include "ops/common/float32_buffers.h"
 #include "ops/rnn/recurrent_problem.h"
 #include "ops/rnn/rnn_kernels.h"
 
@@ -23,7 +24,7 @@ Status RunRnnDirection(const KernelContext& context, const RecurrentProblem& p, 
       for (int64_t i = 0; i < h; ++i) gate[i] += x_part[i];
       p.Clip(gate, h);
       f.ApplyInPlace(gate, h);
-      RoundThrough(p.dtype, gate, h);
+      RoundThrough(p.dtype, gate, gate, h);
       std::copy_n(gate, h, &state[b * h]);
       std::copy_n(gate, h, &out.y[((d * p.seq_length + t) * batch + b) * h]);
     }

@@ -89,6 +89,8 @@ class KernelContext {
   // with KernelDef::takes_channels_last.
   virtual bool input_channels_last(int index) const { return false; }
   virtual bool output_channels_last(int index) const { return false; }
+  // The same for fused_addend().
+  virtual bool fused_addend_channels_last() const { return false; }
   // Whether input `index` holds the same values on every run (an initializer), so work
   // derived from it may be kept in state().
   virtual bool input_is_constant(int index) const { return false; }

@@ -176,6 +176,7 @@ class NodeContext final : public KernelContext {
   bool output_channels_last(int index) const override {
     return index >= 0 && index < num_outputs() && ChannelsLast(step_.outputs[index]);
   }
+  bool fused_addend_channels_last() const override { return input_channels_last(step_.addend_input); }
   bool input_is_constant(int index) const override {
     if (index < 0 || index >= num_inputs() || step_.inputs[index] < 0) return false;
     return frame_.plan.slot_kinds[step_.inputs[index]] == SlotKind::kInitializer;
