@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "runtime/exec/host_heap.h"
 #include "runtime/executor/executor.h"
 #include "runtime/executor/random_inputs.h"
 #include "runtime/onnx/model_io.h"
@@ -65,6 +66,7 @@ int Serve(const std::string& path, int64_t batch, int64_t seq, int threads, bool
 }  // namespace onnx_amp
 
 int main(int argc, char** argv) {
+  onnx_amp::FixHeapThresholds();  // as onnx-amp does
   CLI::App app("Times runs of one model on the CPU executor, one per line read on stdin");
   std::string model;
   int64_t batch = 1;

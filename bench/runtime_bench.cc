@@ -16,6 +16,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "runtime/exec/host_heap.h"
 #include "runtime/executor/executor.h"
 #include "runtime/executor/random_inputs.h"
 #include "runtime/onnx/model_io.h"
@@ -120,6 +121,7 @@ int Bench(const std::string& path, int64_t batch, int runs, int threads) {
 }  // namespace onnx_amp
 
 int main(int argc, char** argv) {
+  onnx_amp::FixHeapThresholds();  // as onnx-amp does
   CLI::App app("Times a model with fusion and weight prepacking off and on");
   std::string model;
   int64_t batch = 1;

@@ -1,23 +1,10 @@
 #include "runtime/executor/memory_pool.h"
 
-// glibc's malloc_trim gives freed pages back to the system. Under AddressSanitizer, whose
-// allocator replaces glibc's, it would walk arenas that were never set up.
-#if defined(__SANITIZE_ADDRESS__)
-#define ONNX_AMP_ADDRESS_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ONNX_AMP_ADDRESS_SANITIZER 1
-#endif
-#endif
-#if defined(__GLIBC__) && !defined(ONNX_AMP_ADDRESS_SANITIZER)
-#define ONNX_AMP_TRIM_MALLOC 1
-#include <malloc.h>
-#endif
-
 #include <algorithm>
 #include <vector>
 
 #include "runtime/exec/device.h"
+#include "runtime/exec/host_heap.h"
 
 namespace onnx_amp {
 namespace {
@@ -125,9 +112,7 @@ void MemoryPool::BuildArena(int64_t run_end) {
   }
   ArenaPlan plan = PlanArena(recorded_);
   ReleaseFreeBuffers();
-#ifdef ONNX_AMP_TRIM_MALLOC
-  malloc_trim(0);  // the buffers' pages go back before the block maps its own
-#endif
+  ReturnFreedHeapPages();  // the buffers' pages go back before the block maps its own
   if (plan.block_bytes > limit_bytes_ - std::min(limit_bytes_, held_bytes_)) return;
   arena_ = Buffer::AllocateCpu(plan.block_bytes);
   arena_owner_ = std::make_shared<ArenaOwner>(arena_);

@@ -13,6 +13,7 @@
 
 #include "ops/common/bf16_kernel_choice.h"
 #include "ops/common/few_rows_matmul.h"
+#include "runtime/exec/host_heap.h"
 #include "tools/onnx-amp/cli_errors.h"
 #include "tools/onnx-amp/command.h"
 #include "tools/onnx-amp/device_flag.h"
@@ -41,6 +42,7 @@ std::string VersionText() {
 
 int main(int argc, char** argv) {
   using namespace onnx_amp;
+  FixHeapThresholds();
   CLI::App app{"onnx-amp: mixed-precision conversion, execution, validation and training for ONNX models"};
   app.set_version_flag("--version", VersionText);
   app.require_subcommand(0, 1);
