@@ -57,6 +57,16 @@ ComputeType<T> PoolWindow(const T* x, int64_t in_w, const TapRange& rows, const 
 
 }  // namespace
 
+bool Tiles2x2(const WindowGeometry& g) {
+  if (!Pool2dApplies(g)) return false;
+  for (size_t axis = 0; axis < 2; ++axis) {
+    if (g.kernel[axis] != 2 || g.strides[axis] != 2 || g.pads_begin[axis] != 0 || 2 * g.out[axis] != g.in[axis]) {
+      return false;
+    }
+  }
+  return true;
+}
+
 PlaneWindows ResolveWindows(const WindowGeometry& g) {
   PlaneWindows p;
   for (int64_t oh = 0; oh < g.out[0]; ++oh) p.rows.push_back(Taps(g, 0, oh));
@@ -119,24 +129,17 @@ void PoolRowInterior(const T* x, const WindowGeometry& g, const PlaneWindows& p,
   }
 }
 
-// The max pool of CNNs: 2x2 windows, stride 2, no padding, tiling the input exactly.
-// Two long passes instead of one short pass per tap: the max of each horizontal pair
-// over the whole plane, then of each vertical pair of those. Under PoolWindow's rule
-// (NaN wins, the first of equal values kept) the pair maxima give the same bits as
-// the four taps in row-major order. Compiled for the widest vectors the CPU has.
-bool TilesMaxPool2x2(const WindowGeometry& g, bool max) {
-  for (size_t axis = 0; axis < 2; ++axis) {
-    if (g.kernel[axis] != 2 || g.strides[axis] != 2 || g.pads_begin[axis] != 0 || 2 * g.out[axis] != g.in[axis]) {
-      return false;
-    }
-  }
-  return max;
-}
+// The max pool of CNNs (Tiles2x2) runs as two long passes instead of one short pass
+// per tap: the max of each horizontal pair over the whole plane, then of each vertical
+// pair of those. Under PoolWindow's rule (NaN wins, the first of equal values kept) the
+// pair maxima give the same bits as the four taps in row-major order. Compiled for the
+// widest vectors the CPU has.
+bool TilesMaxPool2x2(const WindowGeometry& g, bool max) { return max && Tiles2x2(g); }
 
-inline float TakeMax(float value, float result) {
-  const bool take = (value > result) | (std::isnan(value) & !std::isnan(result));
-  return take ? value : result;
-}
+// Whether PoolWindow's rule takes `value` over the max so far.
+inline bool Takes(float value, float result) { return (value > result) | (std::isnan(value) & !std::isnan(result)); }
+
+inline float TakeMax(float value, float result) { return Takes(value, result) ? value : result; }
 
 __attribute__((target_clones("avx2", "default"))) void MaxOfPairs(const float* __restrict x, int64_t count,
                                                                    float* __restrict pairs) {
@@ -153,12 +156,14 @@ __attribute__((target_clones("avx2", "default"))) void MaxOfRowPairs(const float
 }
 
 #if defined(__x86_64__)
-// TakeMax on 16 lanes.
+// Takes and TakeMax on 16 lanes.
+__attribute__((target("avx512f"))) inline __mmask16 Takes16(__m512 value, __m512 result) {
+  return _mm512_cmp_ps_mask(value, result, _CMP_GT_OQ) |
+         (_mm512_cmp_ps_mask(value, value, _CMP_UNORD_Q) & _mm512_cmp_ps_mask(result, result, _CMP_ORD_Q));
+}
+
 __attribute__((target("avx512f"))) inline __m512 TakeMax16(__m512 value, __m512 result) {
-  const __mmask16 greater = _mm512_cmp_ps_mask(value, result, _CMP_GT_OQ);
-  const __mmask16 nan_over_number =
-      _mm512_cmp_ps_mask(value, value, _CMP_UNORD_Q) & _mm512_cmp_ps_mask(result, result, _CMP_ORD_Q);
-  return _mm512_mask_mov_ps(result, greater | nan_over_number, value);
+  return _mm512_mask_mov_ps(result, Takes16(value, result), value);
 }
 
 // The first `count` of 16 lanes.
@@ -208,6 +213,78 @@ void MaxPool2x2Rows(const float* in, int64_t out_rows, int64_t in_w, float* out)
   MaxOfPairs(in, 2 * out_rows * out_w, pairs.data());
   MaxOfRowPairs(pairs.data(), out_rows, out_w, out);
 }
+
+// dX of `out_rows` rows of 2x2 windows (as MaxPool2x2Rows lays them out): dY goes to
+// the tap the forward pass picks, by the same pair maxima (which of each row's pair
+// wins, then whether the bottom pair's winner beats the top's), and the other three
+// taps get zeros.
+__attribute__((target_clones("avx2", "default"))) void MaxPool2x2GradRowsPortable(const float* __restrict x,
+                                                                                 const float* __restrict dy,
+                                                                                 int64_t out_rows, int64_t in_w,
+                                                                                 float* __restrict dx) {
+  const int64_t out_w = in_w / 2;
+  for (int64_t r = 0; r < out_rows; ++r) {
+    const float* top = x + 2 * r * in_w;
+    const float* bottom = top + in_w;
+    float* dx_top = dx + 2 * r * in_w;
+    float* dx_bottom = dx_top + in_w;
+    for (int64_t i = 0; i < out_w; ++i) {
+      const float a = top[2 * i], b = top[2 * i + 1], c = bottom[2 * i], d = bottom[2 * i + 1];
+      const bool right_top = Takes(b, a), right_bottom = Takes(d, c);
+      const bool lower = Takes(right_bottom ? d : c, right_top ? b : a);
+      const float g = dy[r * out_w + i];
+      dx_top[2 * i] = !lower && !right_top ? g : 0.0f;
+      dx_top[2 * i + 1] = !lower && right_top ? g : 0.0f;
+      dx_bottom[2 * i] = lower && !right_bottom ? g : 0.0f;
+      dx_bottom[2 * i + 1] = lower && right_bottom ? g : 0.0f;
+    }
+  }
+}
+
+#if defined(__x86_64__)
+// 32 columns of a dX row for 16 windows: g where `left` (even columns) or `right` (odd
+// columns) holds, zeros elsewhere, interleaved back into column order.
+__attribute__((target("avx512f"))) inline void StoreTaps16(__m512 g, __mmask16 left, __mmask16 right,
+                                                          __mmask16 low, __mmask16 high, float* row) {
+  const __m512i first_half = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i second_half = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  const __m512 even = _mm512_maskz_mov_ps(left, g), odd = _mm512_maskz_mov_ps(right, g);
+  _mm512_mask_storeu_ps(row, low, _mm512_permutex2var_ps(even, first_half, odd));
+  _mm512_mask_storeu_ps(row + 16, high, _mm512_permutex2var_ps(even, second_half, odd));
+}
+
+// MaxPool2x2RowsAvx512's choices, 16 windows at a time, with dY written back at the
+// chosen tap and zeros at the others.
+__attribute__((target("avx512f"))) void MaxPool2x2GradRowsAvx512(const float* x, const float* dy, int64_t out_rows,
+                                                                int64_t in_w, float* dx) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  const int64_t out_w = in_w / 2;
+  for (int64_t r = 0; r < out_rows; ++r) {
+    const float* top = x + 2 * r * in_w;
+    const float* bottom = top + in_w;
+    float* dx_top = dx + 2 * r * in_w;
+    float* dx_bottom = dx_top + in_w;
+    for (int64_t j = 0; j < in_w; j += 32) {
+      const __mmask16 low = Lanes(in_w - j), high = Lanes(in_w - j - 16);
+      const __m512 t0 = _mm512_maskz_loadu_ps(low, top + j), t1 = _mm512_maskz_loadu_ps(high, top + j + 16);
+      const __m512 b0 = _mm512_maskz_loadu_ps(low, bottom + j), b1 = _mm512_maskz_loadu_ps(high, bottom + j + 16);
+      const __m512 top_left = _mm512_permutex2var_ps(t0, even, t1), top_right = _mm512_permutex2var_ps(t0, odd, t1);
+      const __m512 bottom_left = _mm512_permutex2var_ps(b0, even, b1);
+      const __m512 bottom_right = _mm512_permutex2var_ps(b0, odd, b1);
+      const __mmask16 right_top = Takes16(top_right, top_left), right_bottom = Takes16(bottom_right, bottom_left);
+      const __m512 top_max = _mm512_mask_mov_ps(top_left, right_top, top_right);
+      const __m512 bottom_max = _mm512_mask_mov_ps(bottom_left, right_bottom, bottom_right);
+      const __mmask16 lower = Takes16(bottom_max, top_max);
+      const __m512 g = _mm512_maskz_loadu_ps(Lanes(out_w - j / 2), dy + r * out_w + j / 2);
+      StoreTaps16(g, static_cast<__mmask16>(~lower & ~right_top), static_cast<__mmask16>(~lower & right_top), low,
+                  high, dx_top + j);
+      StoreTaps16(g, static_cast<__mmask16>(lower & ~right_bottom), static_cast<__mmask16>(lower & right_bottom), low,
+                  high, dx_bottom + j);
+    }
+  }
+}
+#endif
 
 template <typename T>
 void PoolPlanes(const T* in, T* out, const WindowGeometry& g, const PlaneWindows& p, bool max, bool count_include_pad,
@@ -270,6 +347,14 @@ void MaxPool2dArgmax(const float* x, const WindowGeometry& g, const PlaneWindows
       row_argmax[ow] = best;
     }
   }
+}
+
+void MaxPool2x2GradPlane(const float* x, const float* dy, const WindowGeometry& g, float* dx) {
+#if defined(__x86_64__)
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (avx512) return MaxPool2x2GradRowsAvx512(x, dy, g.out[0], g.in[1], dx);
+#endif
+  MaxPool2x2GradRowsPortable(x, dy, g.out[0], g.in[1], dx);
 }
 
 namespace {

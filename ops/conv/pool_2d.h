@@ -46,6 +46,14 @@ struct PlaneWindows {
 
 PlaneWindows ResolveWindows(const WindowGeometry& g);
 
+// Whether Pool2d takes the windows and they are 2x2 at stride 2 without padding,
+// tiling the plane exactly: the max pools of CNNs, which run on kernels of their own.
+bool Tiles2x2(const WindowGeometry& g);
+
+// dX of such a max pool for one float32 plane x: each dY at the tap Pool2d's max picks,
+// zeros at the other three (every element of dx is written).
+void MaxPool2x2GradPlane(const float* x, const float* dy, const WindowGeometry& g, float* dx);
+
 // The offset within the plane of the tap Pool2d's max picks for each output of a float32
 // plane x (-1 for a window with no tap inside the input), for MaxPoolGrad; `p` is
 // ResolveWindows(g). Planes of fewer than 2^31 elements only.

@@ -113,6 +113,11 @@ Status ForEachPlane(KernelContext& context, const PoolGradInputs& in, bool x_nee
 Status MaxPoolGradKernel(KernelContext& context) {
   ONNX_AMP_ASSIGN_OR_RETURN(const PoolGradInputs in, ReadPoolGradInputs(context));
   const WindowTable& t = in.table;
+  if (Tiles2x2(in.geometry)) {
+    return ForEachPlane(context, in, true, [&in](const float* dy, const float* x, float* dx) {
+      MaxPool2x2GradPlane(x, dy, in.geometry, dx);
+    });
+  }
   if (Pool2dApplies(in.geometry) && t.in_size < (int64_t{1} << 31)) {
     // The 2-D pools of CNNs: the forward kernel's own vectorised search finds each tap.
     const PlaneWindows windows = ResolveWindows(in.geometry);

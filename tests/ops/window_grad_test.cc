@@ -160,7 +160,9 @@ void CheckMaxPoolGrad(DType dtype, const Shape& x_shape, int64_t kernel, int64_t
   const int64_t oh = (h + 2 * pad - kernel) / stride + 1, ow = (w + 2 * pad - kernel) / stride + 1;
   std::vector<double> xv = RandomValues(static_cast<size_t>(NumElements(x_shape)), 300 + kernel);
   for (double& v : xv) v = std::round(v * 2.0) / 2.0;  // 5 levels: many ties
-  if (with_nan) xv[7] = xv[50] = std::numeric_limits<double>::quiet_NaN();
+  for (size_t i : {size_t{7}, size_t{50}}) {
+    if (with_nan && i < xv.size()) xv[i] = std::numeric_limits<double>::quiet_NaN();
+  }
   const RoundedTensor x = Rounded(dtype, x_shape, xv);
   const RoundedTensor dy = RandomTensor(dtype, {x_shape[0], x_shape[1], oh, ow}, 400 + kernel);
   GradientReference dx(x.values.size());
@@ -197,6 +199,10 @@ TEST(MaxPoolGradTest, MatchesFirstMaximumReference) {
   for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat16}) {
     CheckMaxPoolGrad(dtype, {2, 3, 28, 28}, 2, 2, 0, false);
     CheckMaxPoolGrad(dtype, {2, 3, 28, 28}, 2, 2, 0, true);
+    // 2x2 pools that tile their planes, with rows ending inside, at and past 32 columns.
+    for (const Shape& shape : {Shape{1, 2, 4, 2}, Shape{1, 3, 6, 32}, Shape{2, 2, 4, 34}, Shape{1, 2, 2, 98}}) {
+      CheckMaxPoolGrad(dtype, shape, 2, 2, 0, true);
+    }
     CheckMaxPoolGrad(dtype, {1, 2, 17, 19}, 3, 2, 1, true);
     CheckMaxPoolGrad(dtype, {1, 2, 15, 16}, 3, 1, 1, false);
   }
