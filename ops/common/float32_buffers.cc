@@ -21,6 +21,12 @@ void LoadFloat32Block(const Tensor& tensor, int64_t begin, int64_t n, float* val
   }
 }
 
+const float* Float32BlockOf(const Tensor& tensor, int64_t begin, int64_t n, float* scratch) {
+  if (tensor.dtype() == DType::kFloat32) return tensor.data<float>() + begin;
+  LoadFloat32Block(tensor, begin, n, scratch);
+  return scratch;
+}
+
 void StoreFloat32Block(const float* values, int64_t begin, int64_t n, Tensor& out) {
   const size_t count = static_cast<size_t>(n);
   if (count == 0) return;

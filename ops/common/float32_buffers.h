@@ -14,6 +14,9 @@ namespace onnx_amp {
 
 // values[0, n) = tensor[begin, begin + n) as float32 (float32, float16 or bfloat16 tensors).
 void LoadFloat32Block(const Tensor& tensor, int64_t begin, int64_t n, float* values);
+// tensor[begin, begin + n) as float32: in place for a float32 tensor, else widened into
+// scratch[0, n).
+const float* Float32BlockOf(const Tensor& tensor, int64_t begin, int64_t n, float* scratch);
 // out[begin, begin + n) = values[0, n) rounded once to out's dtype.
 void StoreFloat32Block(const float* values, int64_t begin, int64_t n, Tensor& out);
 // The elements of a float32, float16 or bfloat16 tensor as float32 (float32 tensors
@@ -42,9 +45,7 @@ class Float32BlockReader {
       : tensor_(tensor), size_(size), buffer_(static_cast<size_t>(tensor.dtype() == DType::kFloat32 ? 0 : size)) {}
   // Elements [offset, offset + size).
   const float* Read(int64_t offset) {
-    if (tensor_.dtype() == DType::kFloat32) return tensor_.data<float>() + offset;
-    LoadFloat32Block(tensor_, offset, size_, buffer_.data());
-    return buffer_.data();
+    return Float32BlockOf(tensor_, offset, size_, buffer_.data());
   }
 
  private:
