@@ -382,6 +382,27 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void MaxPoolRowChan
   }
 }
 
+#if defined(__x86_64__)
+// MaxPoolRowChannelsLast for windows that Tiles2x2, on AVX-512: the four taps of each
+// output are two adjacent channel vectors in each of two rows, taken in PoolWindow's
+// order, 16 channels at a time.
+__attribute__((target("avx512f"))) void MaxPool2x2RowChannelsLastAvx512(const float* top, const float* bottom,
+                                                                       int64_t out_w, int64_t channels, float* acc) {
+  for (int64_t ow = 0; ow < out_w; ++ow) {
+    const float* t = top + 2 * ow * channels;
+    const float* b = bottom + 2 * ow * channels;
+    for (int64_t c = 0; c < channels; c += 16) {
+      const __mmask16 lanes = Lanes(channels - c);
+      __m512 max = _mm512_maskz_loadu_ps(lanes, t + c);
+      max = TakeMax16(_mm512_maskz_loadu_ps(lanes, t + channels + c), max);
+      max = TakeMax16(_mm512_maskz_loadu_ps(lanes, b + c), max);
+      max = TakeMax16(_mm512_maskz_loadu_ps(lanes, b + channels + c), max);
+      _mm512_mask_storeu_ps(acc + ow * channels + c, lanes, max);
+    }
+  }
+}
+#endif
+
 }  // namespace
 
 Status MaxPool2dChannelsLast(KernelContext& context, const Tensor& x, const WindowGeometry& g, bool y_channels_last,
@@ -391,6 +412,10 @@ Status MaxPool2dChannelsLast(KernelContext& context, const Tensor& x, const Wind
   const int64_t channels = x.dim(1), in_h = g.in[0], in_w = g.in[1], out_h = g.out[0], out_w = g.out[1];
   const int64_t row_size = in_w * channels, out_row_size = out_w * channels;
   const bool wide = x.dtype() == DType::kFloat32;
+#if defined(__x86_64__)
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  const bool tiles_avx512 = avx512 && Tiles2x2(g);
+#endif
   const int64_t grain = std::max<int64_t>(1, kOutputsPerChunk / std::max<int64_t>(1, out_row_size));
   context.threads().ParallelFor(x.dim(0) * out_h, grain, [&](int64_t begin, int64_t end) {
     // float16/bfloat16 rows are widened exactly; the max is one of them, so storing it
@@ -405,7 +430,15 @@ Status MaxPool2dChannelsLast(KernelContext& context, const Tensor& x, const Wind
       const float* x_rows = wide ? x.data<float>() + first : widened.data();
       if (!wide) LoadFloat32Block(x, first, (rows.end - rows.begin) * row_size, widened.data());
       float* acc = pooled.empty() ? y.data<float>() + row * out_row_size : pooled.data();
+#if defined(__x86_64__)
+      if (tiles_avx512) {
+        MaxPool2x2RowChannelsLastAvx512(x_rows, x_rows + row_size, out_w, channels, acc);
+      } else {
+        MaxPoolRowChannelsLast(x_rows, g, p, oh, channels, acc);
+      }
+#else
       MaxPoolRowChannelsLast(x_rows, g, p, oh, channels, acc);
+#endif
       if (y_channels_last) {
         if (!wide) StoreFloat32Block(acc, row * out_row_size, out_row_size, y);
         continue;
