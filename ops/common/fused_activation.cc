@@ -8,6 +8,7 @@
 
 #include "ops/common/elementwise_math.h"
 #include "ops/common/float_compute.h"
+#include "ops/common/relu_bits.h"
 #include "runtime/core/onnx_domain.h"
 #include "runtime/exec/thread_pool.h"
 
@@ -60,23 +61,13 @@ void MapLowPrecisionRange(Tensor& out, int64_t begin, int64_t end, const Op& op)
   }
 }
 
-// Relu of the rounded float16/bfloat16 values, on their bits: a negative value (sign
-// set, not -0, not NaN) becomes +0; -0 and NaN stay, as in ReluOp. Integer work the
-// compiler vectorises, instead of widening the values again for ReluOp and rounding
-// them once more.
-void ReluOnLowPrecisionBits(Tensor& out, int64_t begin, int64_t count) {
-  uint16_t* bits = static_cast<uint16_t*>(out.raw_data()) + begin;
-  const uint16_t infinity = out.dtype() == DType::kFloat16 ? 0x7c00 : 0x7f80;
-  for (int64_t i = 0; i < count; ++i) {
-    const uint16_t h = bits[i];
-    bits[i] = h > 0x8000 && (h & 0x7fff) <= infinity ? uint16_t{0} : h;
-  }
-}
-
 // Applies the activation to out[begin, end).
 void ApplyRange(const FusedActivation& activation, Tensor& out, int64_t begin, int64_t end) {
   if (activation.kind == FusedActivationKind::kRelu && IsLowPrecision(out.dtype())) {
-    return ReluOnLowPrecisionBits(out, begin, end - begin);
+    // On the rounded values' bits, instead of widening them again for ReluOp and
+    // rounding them once more.
+    uint16_t* bits = static_cast<uint16_t*>(out.raw_data()) + begin;
+    return ReluOnLowPrecisionBits(out.dtype(), bits, bits, end - begin);
   }
   WithActivationOp(activation, [&](const auto& op) {
     switch (out.dtype()) {

@@ -7,6 +7,7 @@
 
 #include "ops/common/elementwise_math.h"
 #include "ops/common/float32_buffers.h"
+#include "ops/common/relu_bits.h"
 #include "ops/elementwise/activations.h"
 #include "ops/elementwise/elementwise_families.h"
 #include "ops/elementwise/elementwise_kernel.h"
@@ -22,7 +23,22 @@ Status FloatUnary(KernelContext& context) {
   return RunUnary<kMaskFloats>(context, Op{});
 }
 
-Status Relu(KernelContext& context) { return RunUnary<kMaskFloats | kMaskSigned>(context, ReluOp{}); }
+// Elements per parallel chunk of the element-wise passes here.
+constexpr int64_t kChunk = 1 << 16;
+
+// float16/bfloat16 on their bits (relu_bits.h): the same bits as ReluOp on the widened
+// values, without the two conversions.
+Status Relu(KernelContext& context) {
+  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* x, RequiredInput(context, 0));
+  if (!IsLowPrecision(x->dtype())) return RunUnary<kMaskFloats | kMaskSigned>(context, ReluOp{});
+  ONNX_AMP_ASSIGN_OR_RETURN(Tensor * y, context.AllocateOutput(0, x->dtype(), x->shape()));
+  const uint16_t* in = static_cast<const uint16_t*>(x->raw_data());
+  uint16_t* out = static_cast<uint16_t*>(y->raw_data());
+  context.threads().ParallelFor(x->num_elements(), kChunk, [&](int64_t begin, int64_t end) {
+    ReluOnLowPrecisionBits(x->dtype(), in + begin, out + begin, end - begin);
+  });
+  return Status::Ok();
+}
 
 Status LeakyRelu(KernelContext& context) {
   return RunUnary<kMaskFloats>(context, LeakyReluOp{context.attr_float("alpha", 0.01f)});
@@ -88,8 +104,6 @@ Status Shrink(KernelContext& context) {
 // Elements per block: float16/bfloat16 ones are converted into float32 on the stack, small
 // enough to stay in L1 (float32 ones are read and written in place).
 constexpr int64_t kGradBlock = 2048;
-// Elements per parallel chunk.
-constexpr int64_t kGradChunk = 1 << 16;
 
 // dX[i] = dY[i] * slope(V[i]), block by block over the pool's threads (each element is
 // independent, so the split changes no bit).
@@ -103,7 +117,7 @@ Status PointwiseGradWith(KernelContext& context, const Slope& slope) {
   }
   if (context.num_outputs() < 1 || !context.output_used(0)) return Status::Ok();
   ONNX_AMP_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, dy->dtype(), dy->shape()));
-  context.threads().ParallelFor(dy->num_elements(), kGradChunk, [&](int64_t begin, int64_t end) {
+  context.threads().ParallelFor(dy->num_elements(), kChunk, [&](int64_t begin, int64_t end) {
     float grad[kGradBlock], values[kGradBlock], slopes[kGradBlock];
     for (int64_t block = begin; block < end; block += kGradBlock) {
       const int64_t n = std::min(kGradBlock, end - block);

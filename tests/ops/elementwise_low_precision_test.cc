@@ -264,5 +264,25 @@ const EwCase kCases[] = {
 
 INSTANTIATE_TEST_SUITE_P(AllOps, ElementwiseLowPrecision, ::testing::ValuesIn(kCases), CaseName);
 
+// Relu runs on float16/bfloat16 bits: over every bit pattern, a value below zero becomes
+// +0 and every other pattern (-0, NaN, signalling NaN included) passes unchanged.
+TEST(ElementwiseLowPrecisionRelu, EveryBitPattern) {
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {
+    Tensor x = Tensor::Empty(dtype, {2, 32768});
+    uint16_t* bits = static_cast<uint16_t*>(x.raw_data());
+    for (uint32_t i = 0; i < 65536; ++i) bits[i] = static_cast<uint16_t>(i);
+    Expected<std::vector<Tensor>> y = SingleNode("Relu", 14).Input(x).Run();
+    ASSERT_TRUE(y.ok()) << y.status().message();
+    ASSERT_EQ(y->at(0).dtype(), dtype);
+    const uint16_t* out = static_cast<const uint16_t*>(y->at(0).raw_data());
+    for (uint32_t i = 0; i < 65536; ++i) {
+      const uint16_t h = static_cast<uint16_t>(i);
+      const float value = dtype == DType::kFloat16 ? HalfBitsToFloat(h) : BFloat16BitsToFloat(h);
+      const uint16_t expected = value < 0.0f ? uint16_t{0} : h;
+      ASSERT_EQ(out[i], expected) << DTypeName(dtype) << " bits " << std::hex << i;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace onnx_amp::testing
