@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ops/common/float_compute.h"
+#include "ops/normalization/lane_sums.h"
 #include "ops/normalization/normalization_kernels.h"
 #include "runtime/exec/thread_pool.h"
 
@@ -70,21 +71,15 @@ Status RunBatchNorm(KernelContext& context, const Tensor& x, bool training, Tens
       Acc m = static_cast<Acc>(mean[c]), v = static_cast<Acc>(var[c]);
       if (training) {
         const Acc count = static_cast<Acc>(batch * spatial);
-        Acc sum = 0;
+        // The same sums as BatchNormalizationGrad's, so both see the same statistics.
+        LaneSums<Acc> sum;
+        for (int64_t n = 0; n < batch; ++n) sum.Add(spatial, [in = plane(n, c)](int64_t i) { return in[i]; });
+        m = sum.Total() / count;
+        LaneSums<Acc> squares;
         for (int64_t n = 0; n < batch; ++n) {
-          const Acc* in = plane(n, c);
-          for (int64_t i = 0; i < spatial; ++i) sum += in[i];
+          squares.Add(spatial, [in = plane(n, c), m](int64_t i) { return (in[i] - m) * (in[i] - m); });
         }
-        m = sum / count;
-        Acc squares = 0;
-        for (int64_t n = 0; n < batch; ++n) {
-          const Acc* in = plane(n, c);
-          for (int64_t i = 0; i < spatial; ++i) {
-            const Acc d = in[i] - m;
-            squares += d * d;
-          }
-        }
-        v = squares / count;
+        v = squares.Total() / count;
         batch_mean[c] = m;
         batch_var[c] = v;
       }

@@ -8,35 +8,12 @@
 #include <vector>
 
 #include "ops/common/float_compute.h"
+#include "ops/normalization/lane_sums.h"
 #include "ops/normalization/normalization_kernels.h"
 #include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {
 namespace {
-
-// A sum in 16 interleaved partial sums: the compiler vectorises it (a single running
-// float sum it must not reorder), and the rounding error grows 16 times more slowly.
-class LaneSums {
- public:
-  // Adds term(i) for i in [0, count).
-  template <typename Term>
-  void Add(int64_t count, Term term) {
-    int64_t i = 0;
-    for (; i + kLanes <= count; i += kLanes) {
-      for (int64_t j = 0; j < kLanes; ++j) lanes_[j] += term(i + j);
-    }
-    for (int64_t j = 0; i + j < count; ++j) lanes_[j] += term(i + j);
-  }
-  float Total() const {
-    float total = 0.0f;
-    for (float lane : lanes_) total += lane;
-    return total;
-  }
-
- private:
-  static constexpr int64_t kLanes = 16;
-  float lanes_[kLanes] = {};
-};
 
 // The N planes of one channel of an [N, C, spatial] tensor as float32: float32 data in
 // place, float16/bfloat16 widened once per channel (the gradient reads them four times).
@@ -162,26 +139,24 @@ Status BatchNormalizationGradKernel(KernelContext& context) {
       float mean = 0.0f;
       float var = 0.0f;
       if (training) {
-        LaneSums sum;
+        LaneSums<float> sum;
         for (int64_t b = 0; b < n; ++b) sum.Add(spatial, [xs = x_planes.Plane(b)](int64_t i) { return xs[i]; });
         mean = sum.Total() / count;
-        LaneSums squares;
-        for (int64_t b = 0; b < n; ++b) {
-          squares.Add(spatial, [xs = x_planes.Plane(b), mean](int64_t i) { return (xs[i] - mean) * (xs[i] - mean); });
-        }
-        var = squares.Total() / count;
       } else {
         mean = given_mean[c];
         var = given_var[c];
       }
-      const float inv_std = 1.0f / std::sqrt(var + epsilon);
-      LaneSums sum_g, sum_g_centered;
+      // The squared deviations (training mode) in the pass that sums dY and dY (X - mean).
+      LaneSums<float> squares, sum_g, sum_g_centered;
       for (int64_t b = 0; b < n; ++b) {
         const float* gs = g_planes.Plane(b);
         const float* xs = x_planes.Plane(b);
+        if (training) squares.Add(spatial, [xs, mean](int64_t i) { return (xs[i] - mean) * (xs[i] - mean); });
         sum_g.Add(spatial, [gs](int64_t i) { return gs[i]; });
         sum_g_centered.Add(spatial, [gs, xs, mean](int64_t i) { return gs[i] * (xs[i] - mean); });
       }
+      if (training) var = squares.Total() / count;
+      const float inv_std = 1.0f / std::sqrt(var + epsilon);
       dbias[c] = sum_g.Total();
       dscale[c] = sum_g_centered.Total() * inv_std;
       if (dx == nullptr) continue;
