@@ -59,7 +59,8 @@ bool ChannelBlockedIsChannelsLast(const dnnl::memory::dims& dims) { return dims.
 
 dnnl::memory::desc ChannelBlockedDesc(const dnnl::memory::dims& dims, dt type) {
   using tag = dnnl::memory::format_tag;
-  return dnnl::memory::desc(dims, type, dims.size() == 3 ? tag::nCw16c : dims.size() == 4 ? tag::nChw16c : tag::nCdhw16c);
+  const tag blocked = dims.size() == 3 ? tag::nCw16c : dims.size() == 4 ? tag::nChw16c : tag::nCdhw16c;
+  return dnnl::memory::desc(dims, type, blocked);
 }
 
 // Moves `pd` to oneDNN's direct JIT kernel of the ISA its first choice, a brgemm kernel,

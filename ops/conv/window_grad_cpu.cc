@@ -84,10 +84,12 @@ Expected<PoolGradInputs> ReadPoolGradInputs(KernelContext& context) {
 }
 
 // Runs plane_grad(dy, x, dx) on every [N, C] plane, planes in parallel chunks: dY and X
-// come as float32 (X only when `x_needed`), dX is a zeroed float32 plane to accumulate
-// into, written in place for a float32 dX and rounded once into a float16/bfloat16 one.
+// come as float32 (X only when `x_needed`), dX is a float32 plane, zeroed to accumulate
+// into unless plane_grad writes every element (`writes_whole_plane`), written in place
+// for a float32 dX and rounded once into a float16/bfloat16 one.
 template <typename PlaneGrad>
-Status ForEachPlane(KernelContext& context, const PoolGradInputs& in, bool x_needed, PlaneGrad plane_grad) {
+Status ForEachPlane(KernelContext& context, const PoolGradInputs& in, bool x_needed, PlaneGrad plane_grad,
+                    bool writes_whole_plane = false) {
   if (!context.output_used(0)) return Status::Ok();
   ONNX_AMP_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, in.dy->dtype(), in.x->shape()));
   const WindowTable& t = in.table;
@@ -99,7 +101,7 @@ Status ForEachPlane(KernelContext& context, const PoolGradInputs& in, bool x_nee
     std::vector<float> dx_buffer(static_cast<size_t>(dx->dtype() == DType::kFloat32 ? 0 : t.in_size));
     for (int64_t plane = begin; plane < end; ++plane) {
       float* dx_plane = dx->dtype() == DType::kFloat32 ? dx->data<float>() + plane * t.in_size : dx_buffer.data();
-      std::fill_n(dx_plane, t.in_size, 0.0f);
+      if (!writes_whole_plane) std::fill_n(dx_plane, t.in_size, 0.0f);
       plane_grad(dy_planes.Read(plane * t.out_size), x_needed ? x_planes.Read(plane * t.in_size) : nullptr, dx_plane);
       if (dx_plane == dx_buffer.data()) StoreFloat32Block(dx_plane, plane * t.in_size, t.in_size, *dx);
     }
@@ -114,9 +116,10 @@ Status MaxPoolGradKernel(KernelContext& context) {
   ONNX_AMP_ASSIGN_OR_RETURN(const PoolGradInputs in, ReadPoolGradInputs(context));
   const WindowTable& t = in.table;
   if (Tiles2x2(in.geometry)) {
-    return ForEachPlane(context, in, true, [&in](const float* dy, const float* x, float* dx) {
+    const auto plane_grad = [&in](const float* dy, const float* x, float* dx) {
       MaxPool2x2GradPlane(x, dy, in.geometry, dx);
-    });
+    };
+    return ForEachPlane(context, in, true, plane_grad, /*writes_whole_plane=*/true);
   }
   if (Pool2dApplies(in.geometry) && t.in_size < (int64_t{1} << 31)) {
     // The 2-D pools of CNNs: the forward kernel's own vectorised search finds each tap.
