@@ -16,7 +16,7 @@ namespace onnx_amp {
 namespace {
 
 // The N planes of one channel of an [N, C, spatial] tensor as float32: float32 data in
-// place, float16/bfloat16 widened once per channel (the gradient reads them four times).
+// place, float16/bfloat16 widened once per channel (the gradient reads them three times).
 class ChannelPlanes {
  public:
   ChannelPlanes(const Tensor& tensor, int64_t n, int64_t channels, int64_t spatial)
