@@ -1,6 +1,7 @@
 #include "ops/conv/pool_2d.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cmath>
 #include <limits>
@@ -56,6 +57,30 @@ ComputeType<T> PoolWindow(const T* x, int64_t in_w, const TapRange& rows, const 
 }
 
 }  // namespace
+
+namespace {
+
+std::atomic<bool>& Pool2x2Avx512Setting() {
+#if defined(__x86_64__)
+  static std::atomic<bool> setting{__builtin_cpu_supports("avx512f") != 0};
+#else
+  static std::atomic<bool> setting{false};
+#endif
+  return setting;
+}
+
+}  // namespace
+
+bool Pool2x2UsesAvx512() { return Pool2x2Avx512Setting().load(std::memory_order_relaxed); }
+
+bool SetPool2x2UsesAvx512(bool use) {
+#if defined(__x86_64__)
+  ONNX_AMP_ASSERT(!use || __builtin_cpu_supports("avx512f"), "this CPU lacks the AVX-512 pool kernels asked for");
+#else
+  ONNX_AMP_ASSERT(!use, "AVX-512 pool kernels exist on x86-64 only");
+#endif
+  return Pool2x2Avx512Setting().exchange(use);
+}
 
 bool Tiles2x2(const WindowGeometry& g) {
   if (!Pool2dApplies(g)) return false;
@@ -205,8 +230,7 @@ __attribute__((target("avx512f"))) void MaxPool2x2RowsAvx512(const float* in, in
 // wide) make output row r, so planes laid end to end pool as one run of rows.
 void MaxPool2x2Rows(const float* in, int64_t out_rows, int64_t in_w, float* out) {
 #if defined(__x86_64__)
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  if (avx512) return MaxPool2x2RowsAvx512(in, out_rows, in_w, out);
+  if (Pool2x2UsesAvx512()) return MaxPool2x2RowsAvx512(in, out_rows, in_w, out);
 #endif
   const int64_t out_w = in_w / 2;
   std::vector<float> pairs(static_cast<size_t>(2 * out_rows * out_w));
@@ -351,8 +375,7 @@ void MaxPool2dArgmax(const float* x, const WindowGeometry& g, const PlaneWindows
 
 void MaxPool2x2GradPlane(const float* x, const float* dy, const WindowGeometry& g, float* dx) {
 #if defined(__x86_64__)
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  if (avx512) return MaxPool2x2GradRowsAvx512(x, dy, g.out[0], g.in[1], dx);
+  if (Pool2x2UsesAvx512()) return MaxPool2x2GradRowsAvx512(x, dy, g.out[0], g.in[1], dx);
 #endif
   MaxPool2x2GradRowsPortable(x, dy, g.out[0], g.in[1], dx);
 }
@@ -413,8 +436,7 @@ Status MaxPool2dChannelsLast(KernelContext& context, const Tensor& x, const Wind
   const int64_t row_size = in_w * channels, out_row_size = out_w * channels;
   const bool wide = x.dtype() == DType::kFloat32;
 #if defined(__x86_64__)
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  const bool tiles_avx512 = avx512 && Tiles2x2(g);
+  const bool tiles_avx512 = Pool2x2UsesAvx512() && Tiles2x2(g);
 #endif
   const int64_t grain = std::max<int64_t>(1, kOutputsPerChunk / std::max<int64_t>(1, out_row_size));
   context.threads().ParallelFor(x.dim(0) * out_h, grain, [&](int64_t begin, int64_t end) {

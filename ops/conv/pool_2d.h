@@ -50,6 +50,12 @@ PlaneWindows ResolveWindows(const WindowGeometry& g);
 // tiling the plane exactly: the max pools of CNNs, which run on kernels of their own.
 bool Tiles2x2(const WindowGeometry& g);
 
+// Whether the max pools that Tiles2x2 (forward, channels-last, and gradient) run on
+// AVX-512 kernels: where the CPU has AVX-512F, unless a test turned them off to run the
+// portable loops other CPUs take. Setting true needs AVX-512F; returns the previous value.
+bool Pool2x2UsesAvx512();
+bool SetPool2x2UsesAvx512(bool use);
+
 // dX of such a max pool for one float32 plane x: each dY at the tap Pool2d's max picks,
 // zeros at the other three (every element of dx is written).
 void MaxPool2x2GradPlane(const float* x, const float* dy, const WindowGeometry& g, float* dx);

@@ -436,7 +436,7 @@ Expected<std::vector<Tensor>> MaxPool2x2(const Tensor& x) {
 // (so the sign of a zero) and the first NaN in row-major tap order, whatever the window's
 // other values; windows of one plane: {+0,-0,-0,+0}, {-0,+0,+0,-0}, {1,NaN,-NaN,2},
 // {-1,-1,-3,-NaN} (top row then bottom row of each).
-TEST(PoolTest, MaxPool2x2KeepsFirstZeroAndFirstNaN) {
+void CheckMaxPool2x2KeepsFirstZeroAndFirstNaN() {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float top[8] = {0.0f, -0.0f, -0.0f, 0.0f, 1.0f, nan, -1.0f, -1.0f};
   const float bottom[8] = {-0.0f, 0.0f, 0.0f, -0.0f, -nan, 2.0f, -3.0f, -nan};
@@ -455,11 +455,18 @@ TEST(PoolTest, MaxPool2x2KeepsFirstZeroAndFirstNaN) {
   EXPECT_EQ(bits[3], minus_nan_bits);
 }
 
+TEST(PoolTest, MaxPool2x2KeepsFirstZeroAndFirstNaN) { CheckMaxPool2x2KeepsFirstZeroAndFirstNaN(); }
+
+TEST(PoolTest, MaxPool2x2PortableKernelKeepsFirstZeroAndFirstNaN) {
+  const ScopedPool2x2Avx512 portable(false);
+  CheckMaxPool2x2KeepsFirstZeroAndFirstNaN();
+}
+
 // The 2x2 tiling path at widths below, at and across its 32-column steps, over several
 // planes: each output is the first maximum of its window in row-major tap order (the
 // first NaN when there is one), compared bit for bit. Values come from a coarse grid
 // with signed zeros and NaNs of both signs, so ties and NaNs are common.
-TEST(PoolTest, MaxPool2x2MatchesFirstMaximumAtEveryWidth) {
+void CheckMaxPool2x2AtEveryWidth() {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float grid[] = {0.0f, -0.0f, 1.0f, -1.0f, 2.0f, nan, -nan, 0.5f};
   std::mt19937 gen(42);
@@ -488,6 +495,13 @@ TEST(PoolTest, MaxPool2x2MatchesFirstMaximumAtEveryWidth) {
       }
     }
   }
+}
+
+TEST(PoolTest, MaxPool2x2MatchesFirstMaximumAtEveryWidth) { CheckMaxPool2x2AtEveryWidth(); }
+
+TEST(PoolTest, MaxPool2x2PortableKernelMatchesFirstMaximumAtEveryWidth) {
+  const ScopedPool2x2Avx512 portable(false);
+  CheckMaxPool2x2AtEveryWidth();
 }
 
 TEST(PoolTest, AveragePoolPadsCountOnlyWhenAsked) {

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "ops/common/bf16_kernel_choice.h"
+#include "ops/conv/pool_2d.h"
 #include "runtime/core/dtype.h"
 #include "tests/ops/single_node_harness.h"
 
@@ -33,6 +34,19 @@ class ScopedBf16Kernels {
 // Skips a test of oneDNN's native bfloat16 kernels where the CPU has no AVX512_BF16.
 #define ONNX_AMP_SKIP_WITHOUT_NATIVE_BF16()                                             \
   if (::onnx_amp::Bf16DotSpeedup() == 0.0) GTEST_SKIP() << "this CPU has no AVX512_BF16"
+
+// Runs the 2 x 2 max pools on their AVX-512 kernels or on the portable loops for a scope
+// (ops/conv/pool_2d.h), so that an AVX-512 machine tests the path other CPUs take too.
+class ScopedPool2x2Avx512 {
+ public:
+  explicit ScopedPool2x2Avx512(bool use) : previous_(SetPool2x2UsesAvx512(use)) {}
+  ~ScopedPool2x2Avx512() { SetPool2x2UsesAvx512(previous_); }
+  ScopedPool2x2Avx512(const ScopedPool2x2Avx512&) = delete;
+  ScopedPool2x2Avx512& operator=(const ScopedPool2x2Avx512&) = delete;
+
+ private:
+  bool previous_;
+};
 
 inline constexpr double kUnitF32 = 0x1p-24;
 

@@ -208,6 +208,17 @@ TEST(MaxPoolGradTest, MatchesFirstMaximumReference) {
   }
 }
 
+// The 2x2 tiling pools again on the portable loops (the AVX-512 kernels above, where the
+// CPU has them).
+TEST(MaxPoolGradTest, PortableTilingKernelMatchesFirstMaximumReference) {
+  const ScopedPool2x2Avx512 portable(false);
+  for (DType dtype : {DType::kFloat32, DType::kBFloat16, DType::kFloat16}) {
+    for (const Shape& shape : {Shape{2, 3, 28, 28}, Shape{1, 2, 4, 2}, Shape{2, 2, 4, 34}, Shape{1, 2, 2, 98}}) {
+      CheckMaxPoolGrad(dtype, shape, 2, 2, 0, true);
+    }
+  }
+}
+
 // BatchNormalizationGrad in training mode, from the batch statistics of X:
 // dX = scale inv_std (dY - mean(dY) - xhat mean(dY xhat)), dScale = sum dY xhat,
 // dBias = sum dY. The float32 statistics and the three sums add a few roundings of
