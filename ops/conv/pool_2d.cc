@@ -154,13 +154,6 @@ void PoolRowInterior(const T* x, const WindowGeometry& g, const PlaneWindows& p,
   }
 }
 
-// The max pool of CNNs (Tiles2x2) runs as two long passes instead of one short pass
-// per tap: the max of each horizontal pair over the whole plane, then of each vertical
-// pair of those. Under PoolWindow's rule (NaN wins, the first of equal values kept) the
-// pair maxima give the same bits as the four taps in row-major order. Compiled for the
-// widest vectors the CPU has.
-bool TilesMaxPool2x2(const WindowGeometry& g, bool max) { return max && Tiles2x2(g); }
-
 // Whether PoolWindow's rule takes `value` over the max so far.
 inline bool Takes(float value, float result) { return (value > result) | (std::isnan(value) & !std::isnan(result)); }
 
@@ -227,7 +220,11 @@ __attribute__((target("avx512f"))) void MaxPool2x2RowsAvx512(const float* in, in
 #endif
 
 // A 2x2 stride-2 max pool of `out_rows` output rows: input rows 2r and 2r + 1 (in_w
-// wide) make output row r, so planes laid end to end pool as one run of rows.
+// wide) make output row r, so planes laid end to end pool as one run of rows. The max
+// pool of CNNs (Tiles2x2) runs so as two long passes instead of one short pass per tap:
+// the max of each horizontal pair over the whole plane, then of each vertical pair of
+// those. Under PoolWindow's rule (NaN wins, the first of equal values kept) the pair
+// maxima give the same bits as the four taps in row-major order.
 void MaxPool2x2Rows(const float* in, int64_t out_rows, int64_t in_w, float* out) {
 #if defined(__x86_64__)
   if (Pool2x2UsesAvx512()) return MaxPool2x2RowsAvx512(in, out_rows, in_w, out);
@@ -315,7 +312,7 @@ void PoolPlanes(const T* in, T* out, const WindowGeometry& g, const PlaneWindows
                 int64_t begin, int64_t end) {
   const int64_t in_h = g.in[0], in_w = g.in[1], out_h = g.out[0], out_w = g.out[1];
   if constexpr (std::is_same_v<T, float>) {
-    if (TilesMaxPool2x2(g, max)) {
+    if (max && Tiles2x2(g)) {
       MaxPool2x2Rows(in + begin * in_h * in_w, (end - begin) * out_h, in_w, out + begin * out_h * out_w);
       return;
     }
@@ -426,6 +423,16 @@ __attribute__((target("avx512f"))) void MaxPool2x2RowChannelsLastAvx512(const fl
 }
 #endif
 
+// One output row of a channels-last max pool into acc: the AVX-512 kernel where
+// `tiles_avx512` (Pool2x2UsesAvx512 and windows that Tiles2x2), the general walk otherwise.
+void MaxPoolRowChannelsLastOf(bool tiles_avx512, const float* x, const WindowGeometry& g, const PlaneWindows& p,
+                              int64_t oh, int64_t channels, float* acc) {
+#if defined(__x86_64__)
+  if (tiles_avx512) return MaxPool2x2RowChannelsLastAvx512(x, x + g.in[1] * channels, g.out[1], channels, acc);
+#endif
+  MaxPoolRowChannelsLast(x, g, p, oh, channels, acc);
+}
+
 }  // namespace
 
 Status MaxPool2dChannelsLast(KernelContext& context, const Tensor& x, const WindowGeometry& g, bool y_channels_last,
@@ -435,9 +442,7 @@ Status MaxPool2dChannelsLast(KernelContext& context, const Tensor& x, const Wind
   const int64_t channels = x.dim(1), in_h = g.in[0], in_w = g.in[1], out_h = g.out[0], out_w = g.out[1];
   const int64_t row_size = in_w * channels, out_row_size = out_w * channels;
   const bool wide = x.dtype() == DType::kFloat32;
-#if defined(__x86_64__)
   const bool tiles_avx512 = Pool2x2UsesAvx512() && Tiles2x2(g);
-#endif
   const int64_t grain = std::max<int64_t>(1, kOutputsPerChunk / std::max<int64_t>(1, out_row_size));
   context.threads().ParallelFor(x.dim(0) * out_h, grain, [&](int64_t begin, int64_t end) {
     // float16/bfloat16 rows are widened exactly; the max is one of them, so storing it
@@ -452,15 +457,7 @@ Status MaxPool2dChannelsLast(KernelContext& context, const Tensor& x, const Wind
       const float* x_rows = wide ? x.data<float>() + first : widened.data();
       if (!wide) LoadFloat32Block(x, first, (rows.end - rows.begin) * row_size, widened.data());
       float* acc = pooled.empty() ? y.data<float>() + row * out_row_size : pooled.data();
-#if defined(__x86_64__)
-      if (tiles_avx512) {
-        MaxPool2x2RowChannelsLastAvx512(x_rows, x_rows + row_size, out_w, channels, acc);
-      } else {
-        MaxPoolRowChannelsLast(x_rows, g, p, oh, channels, acc);
-      }
-#else
-      MaxPoolRowChannelsLast(x_rows, g, p, oh, channels, acc);
-#endif
+      MaxPoolRowChannelsLastOf(tiles_avx512, x_rows, g, p, oh, channels, acc);
       if (y_channels_last) {
         if (!wide) StoreFloat32Block(acc, row * out_row_size, out_row_size, y);
         continue;

@@ -12,41 +12,39 @@
 #include <gtest/gtest.h>
 
 #include "ops/common/bf16_kernel_choice.h"
+#include "ops/common/few_rows_matmul.h"
 #include "ops/conv/pool_2d.h"
 #include "runtime/core/dtype.h"
 #include "tests/ops/single_node_harness.h"
 
 namespace onnx_amp::testing {
 
-// Forces the bfloat16 kernel choice (ops/common/bf16_kernel_choice.h) for a scope, so a
-// test runs the native and the float32-kernel paths whatever the CPU would pick.
-class ScopedBf16Kernels {
+// Holds a kernel choice for a scope through its setter, which returns the previous
+// choice, and restores that at the end (also when an assertion leaves the test early).
+template <typename Choice, Choice (*kSet)(Choice)>
+class ScopedChoice {
  public:
-  explicit ScopedBf16Kernels(Bf16Kernels kernels) : previous_(SetBf16Kernels(kernels)) {}
-  ~ScopedBf16Kernels() { SetBf16Kernels(previous_); }
-  ScopedBf16Kernels(const ScopedBf16Kernels&) = delete;
-  ScopedBf16Kernels& operator=(const ScopedBf16Kernels&) = delete;
+  explicit ScopedChoice(Choice choice) : previous_(kSet(choice)) {}
+  ~ScopedChoice() { kSet(previous_); }
+  ScopedChoice(const ScopedChoice&) = delete;
+  ScopedChoice& operator=(const ScopedChoice&) = delete;
 
  private:
-  Bf16Kernels previous_;
+  Choice previous_;
 };
+
+// The bfloat16 kernel choice (ops/common/bf16_kernel_choice.h), so a test runs the native
+// and the float32-kernel paths whatever the CPU would pick.
+using ScopedBf16Kernels = ScopedChoice<Bf16Kernels, SetBf16Kernels>;
+// The 2 x 2 max pools on their AVX-512 kernels or on the portable loops
+// (ops/conv/pool_2d.h), so that an AVX-512 machine tests the path other CPUs take too.
+using ScopedPool2x2Avx512 = ScopedChoice<bool, SetPool2x2UsesAvx512>;
+// The few-rows product kernels (ops/common/few_rows_matmul.h) of one instruction set.
+using ScopedFewRowsPath = ScopedChoice<FewRowsPath, SetFewRowsPath>;
 
 // Skips a test of oneDNN's native bfloat16 kernels where the CPU has no AVX512_BF16.
 #define ONNX_AMP_SKIP_WITHOUT_NATIVE_BF16()                                             \
   if (::onnx_amp::Bf16DotSpeedup() == 0.0) GTEST_SKIP() << "this CPU has no AVX512_BF16"
-
-// Runs the 2 x 2 max pools on their AVX-512 kernels or on the portable loops for a scope
-// (ops/conv/pool_2d.h), so that an AVX-512 machine tests the path other CPUs take too.
-class ScopedPool2x2Avx512 {
- public:
-  explicit ScopedPool2x2Avx512(bool use) : previous_(SetPool2x2UsesAvx512(use)) {}
-  ~ScopedPool2x2Avx512() { SetPool2x2UsesAvx512(previous_); }
-  ScopedPool2x2Avx512(const ScopedPool2x2Avx512&) = delete;
-  ScopedPool2x2Avx512& operator=(const ScopedPool2x2Avx512&) = delete;
-
- private:
-  bool previous_;
-};
 
 inline constexpr double kUnitF32 = 0x1p-24;
 

@@ -298,11 +298,10 @@ const std::vector<GemmCase> kFewRowsCases = {
 };
 
 void CheckFewRowsPath(FewRowsPath path, uint32_t seed) {
-  const FewRowsPath previous = SetFewRowsPath(path);
+  const ScopedFewRowsPath scoped(path);
   for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
     for (const GemmCase& g : kFewRowsCases) CheckGemm(dtype, g, seed += 3);
   }
-  SetFewRowsPath(previous);
 }
 
 TEST(GemmTest, FewRowsOnAvx512MatchDoubleReference) {
