@@ -213,16 +213,16 @@ Status UnscaleAndCheckKernel(KernelContext& context) {
     }
     std::atomic<bool> non_finite{false};
     context.threads().ParallelFor(gradient.num_elements(), kGrain, [&](int64_t begin, int64_t end) {
-      bool found = false;
+      uint32_t flags = 0;
       if (out == nullptr) {
-        for (int64_t i = begin; i < end; ++i) found |= IsNonFinite(in[i]);
+        for (int64_t i = begin; i < end; ++i) flags |= NonFiniteBit(in[i]);
       } else {
         for (int64_t i = begin; i < end; ++i) {
-          found |= IsNonFinite(in[i]);  // tested on the scaled value
+          flags |= NonFiniteBit(in[i]);  // tested on the scaled value
           out[i] = in[i] * inv;
         }
       }
-      if (found) non_finite.store(true, std::memory_order_relaxed);
+      if (AnyNonFinite(flags)) non_finite.store(true, std::memory_order_relaxed);
     });
     if (non_finite.load() && first_non_finite < 0) first_non_finite = k;
   }

@@ -44,18 +44,18 @@ Status LossScaler::Unscale(std::span<const GradientView> gradients) {
   ONNX_AMP_RETURN_IF_ERROR(MarkUnscaled());
   const float inv = InverseLossScale(scale());
   for (const GradientView& gradient : gradients) {
-    bool non_finite = false;
+    uint32_t flags = 0;
     float* values = gradient.values.data();
     const size_t count = gradient.values.size();
     if (inv == 1.0f) {
-      for (size_t i = 0; i < count; ++i) non_finite |= IsNonFinite(values[i]);
+      for (size_t i = 0; i < count; ++i) flags |= NonFiniteBit(values[i]);
     } else {
       for (size_t i = 0; i < count; ++i) {
-        non_finite |= IsNonFinite(values[i]);  // tested on the scaled value
+        flags |= NonFiniteBit(values[i]);  // tested on the scaled value
         values[i] *= inv;
       }
     }
-    if (non_finite) MarkNonFinite(gradient.name);
+    if (AnyNonFinite(flags)) MarkNonFinite(gradient.name);
   }
   return Status::Ok();
 }

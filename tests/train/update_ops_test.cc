@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <onnx/checker.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -272,6 +273,55 @@ TEST(UpdateOps, UnscaleAndCheckNamesTheFirstNonFiniteGradient) {
   const float inv = static_cast<float>(1.0 / 3.0);
   for (int64_t i = 0; i < a.num_elements(); ++i) {
     ASSERT_EQ(thirds->outputs[2].tensor.data<float>()[i], a.data<float>()[i] * inv) << i;
+  }
+}
+
+// The check reads every bit pattern's exponent as std::isfinite does: all exponents,
+// both signs, mantissas from empty to full (quiet and signalling NaNs, payloads).
+TEST(UpdateOps, NonFiniteBitAgreesWithIsfinite) {
+  for (uint32_t sign : {0u, 0x80000000u}) {
+    for (uint32_t exponent = 0; exponent < 256; ++exponent) {
+      for (uint32_t mantissa : {0u, 1u, 0x1234u, 0x3FFFFFu, 0x400000u, 0x400001u, 0x7FFFFFu}) {
+        const float value = std::bit_cast<float>(sign | exponent << 23 | mantissa);
+        ASSERT_EQ(AnyNonFinite(NonFiniteBit(value)), !std::isfinite(value)) << sign << " " << exponent << " " << mantissa;
+        ASSERT_EQ(IsNonFinite(value), !std::isfinite(value));
+      }
+    }
+  }
+}
+
+// One inf or NaN anywhere in a gradient is found, on the check-only path (scale 1), the
+// unscaling one and in place: at either end, at either side of a worker's chunk and in a
+// vector loop's remainder. The largest finite values and subnormals are not flagged.
+TEST(UpdateOps, UnscaleAndCheckFindsOneNonFiniteValueAnywhere) {
+  constexpr int64_t kElements = 3 * 32768 + 13;
+  const float specials[] = {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
+                            std::numeric_limits<float>::signaling_NaN(), std::bit_cast<float>(0x7F800001u)};
+  const float extremes[] = {std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(),
+                            std::numeric_limits<float>::denorm_min(), -0.0f};
+  const int64_t positions[] = {0, 5, 32767, 32768, 65537, kElements - 1};
+  for (const float scale : {1.0f, 1024.0f}) {
+    for (const bool in_place : {false, true}) {
+      for (const int64_t position : positions) {
+        for (const float special : specials) {
+          Tensor g = Random(21, -1.0f, 1.0f, kElements);
+          g.data<float>()[position] = special;
+          Expected<RunResult> run = RunNode("UnscaleAndCheck", {{"scale", Scalar(scale)}, {"g", g}},
+                                            {"found_inf", "first", "g2"}, {Int("in_place", in_place)});
+          ASSERT_TRUE(run.ok()) << run.status().message();
+          ASSERT_TRUE(*run->outputs[0].tensor.data<bool>()) << scale << " " << in_place << " " << position;
+          ASSERT_EQ(*run->outputs[1].tensor.data<int64_t>(), 0);
+        }
+        Tensor g = Random(22, -1.0f, 1.0f, kElements);
+        for (size_t k = 0; k < std::size(extremes); ++k) g.data<float>()[(position + k) % kElements] = extremes[k];
+        Expected<RunResult> run = RunNode("UnscaleAndCheck", {{"scale", Scalar(scale)}, {"g", g}},
+                                          {"found_inf", "first", "g2"}, {Int("in_place", in_place)});
+        ASSERT_TRUE(run.ok()) << run.status().message();
+        ASSERT_FALSE(*run->outputs[0].tensor.data<bool>()) << scale << " " << in_place << " " << position;
+        ASSERT_EQ(*run->outputs[1].tensor.data<int64_t>(), -1);
+      }
+    }
   }
 }
 
