@@ -149,11 +149,13 @@ Status Execute(const Primitive& primitive,
     if (primitive.initial_output) {
       if (initial == nullptr) return InternalError("the primitive accumulates into an output given no start");
       const InitialOutput& start = *primitive.initial_output;
-      const dnnl::memory source(start.source_md, engine, const_cast<void*>(initial));
-      std::unordered_map<int, dnnl::memory> reorder_args{{DNNL_ARG_FROM, source},
-                                                         {DNNL_ARG_TO, memories.at(start.arg)}};
-      if (scratch) reorder_args.emplace(DNNL_ARG_SCRATCHPAD, scratch);
-      start.reorder.execute(stream, reorder_args);
+      const dnnl::memory& output = memories.at(start.arg);
+      if (output.get_data_handle() != initial) {
+        const dnnl::memory source(start.source_md, engine, const_cast<void*>(initial));
+        std::unordered_map<int, dnnl::memory> reorder_args{{DNNL_ARG_FROM, source}, {DNNL_ARG_TO, output}};
+        if (scratch) reorder_args.emplace(DNNL_ARG_SCRATCHPAD, scratch);
+        start.reorder.execute(stream, reorder_args);
+      }
     }
     primitive.primitive.execute(stream, memories);
     for (const auto& [relayout, plain] : outputs) {

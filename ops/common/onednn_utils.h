@@ -135,7 +135,9 @@ bool IsOptimized(const dnnl::primitive_desc_base& primitive_desc);
 // Runs the primitive on this thread's stream with this thread's scratchpad and waits.
 // Memory objects are created here from (descriptor, pointer) pairs; an argument given
 // in its Relayout's plain layout goes through that reorder. `initial` is the data of the
-// primitive's InitialOutput, when it has one.
+// primitive's InitialOutput, when it has one; `initial` at the very address the primitive
+// writes that output to is taken to hold it already (the caller computes in place over
+// it, in that layout), and is not copied.
 Status Execute(const Primitive& primitive,
                const std::unordered_map<int, std::pair<dnnl::memory::desc, const void*>>& args,
                const void* initial = nullptr);

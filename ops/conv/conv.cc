@@ -164,8 +164,9 @@ Status RunDnnlConv(const ConvShape& s, dt operand_type, const void* x, const dnn
   return dnn::Execute(*primitive, args, addend ? addend->raw_data() : nullptr);
 }
 
-// float64: direct loops.
-void ReferenceConv(const ConvShape& s, const double* x, const double* w, const double* bias, double* y) {
+// float64: direct loops; `addend` (may be null, may be y itself) is added to each sum.
+void ReferenceConv(const ConvShape& s, const double* x, const double* w, const double* bias, const double* addend,
+                   double* y) {
   const WindowGeometry& g = s.window;
   const size_t rank = g.rank();
   const int64_t in_per_group = s.in_channels / s.group, out_per_group = s.out_channels / s.group;
@@ -195,7 +196,8 @@ void ReferenceConv(const ConvShape& s, const double* x, const double* w, const d
             if (inside) sum += x_plane[offset] * w_plane[k];
           }
         }
-        y[(n * s.out_channels + oc) * out_size + o] = sum;
+        const int64_t at = (n * s.out_channels + oc) * out_size + o;
+        y[at] = addend ? sum + addend[at] : sum;
       }
     }
   }
@@ -254,10 +256,8 @@ Status ConvCpu(KernelContext& context) {
     if (layouts.x || layouts.y || layouts.addend) {
       return context.Error(ErrorCode::kUnsupported, "float64 convolutions take NCHW tensors only");
     }
-    ReferenceConv(s, x->data<double>(), w->data<double>(), b ? b->data<double>() : nullptr, y->data<double>());
-    if (addend != nullptr) {
-      for (int64_t i = 0; i < y->num_elements(); ++i) y->data<double>()[i] += addend->data<double>()[i];
-    }
+    ReferenceConv(s, x->data<double>(), w->data<double>(), b ? b->data<double>() : nullptr,
+                  addend ? addend->data<double>() : nullptr, y->data<double>());
     ApplyActivation(activation, *y, context.threads());
     return Status::Ok();
   }

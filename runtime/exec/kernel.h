@@ -78,7 +78,9 @@ class KernelContext {
   // registered with KernelDef::fuses_activation.
   virtual FusedActivation fused_activation() const { return {}; }
   // A tensor of output 0's dtype and shape added to the result before the fused
-  // activation (a residual Add folded into the CPU Conv); nullptr when none.
+  // activation (a residual Add folded into the CPU Conv); nullptr when none. When it dies
+  // at this node and is stored in output 0's memory order, AllocateOutput(0) may return
+  // its buffer: the kernel must read each of its elements before writing that element.
   virtual const Tensor* fused_addend() const { return nullptr; }
   // Whether output 0 is stored as float32 holding the values rounded to the node's
   // float16/bfloat16 result (a Cast to float32 folded in); set only for kernels

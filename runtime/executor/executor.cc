@@ -107,7 +107,7 @@ class NodeContext final : public KernelContext {
     const size_t bytes = static_cast<size_t>(*elements) * DTypeSize(dtype);
     state_.stats.sum_tensor_bytes += bytes;
     Tensor* slot = OutputSlot(index);
-    if (index == 0 && step_.kernel->may_inplace) {
+    if (index == 0) {
       if (const std::shared_ptr<Buffer>* reusable = InplaceCandidate(dtype, shape)) {
         *slot = Tensor(dtype, shape, *reusable);
         ++state_.stats.inplace_reuses;
@@ -201,9 +201,13 @@ class NodeContext final : public KernelContext {
 
   // A dying input's buffer that output 0 may overwrite: a node output of this graph with
   // the same dtype and shape, whose last reader is this node, and that nothing else
-  // (a view, a capture, the caller) refers to.
+  // (a view, a capture, the caller) refers to. Any input of a may_inplace kernel; else
+  // only a fused addend in output 0's memory order that the node reads through no other
+  // input (the Conv adds it into its output's buffer before writing the sum there).
   const std::shared_ptr<Buffer>* InplaceCandidate(DType dtype, const Shape& shape) const {
-    for (int slot : step_.inputs) {
+    for (int index = 0; index < num_inputs(); ++index) {
+      const int slot = step_.inputs[index];
+      if (!step_.kernel->may_inplace && !IsInplaceAddend(index)) continue;
       if (slot < 0 || frame_.plan.slot_kinds[slot] != SlotKind::kNodeOutput) continue;
       if (std::find(step_.release_after.begin(), step_.release_after.end(), slot) == step_.release_after.end()) continue;
       const Tensor& tensor = frame_.slots[slot];
@@ -215,6 +219,12 @@ class NodeContext final : public KernelContext {
       return &buffer;
     }
     return nullptr;
+  }
+
+  bool IsInplaceAddend(int index) const {
+    if (index != step_.addend_input || input_channels_last(index) != output_channels_last(0)) return false;
+    const int slot = step_.inputs[index];
+    return std::count(step_.inputs.begin(), step_.inputs.end(), slot) == 1;
   }
 
   const PlanStep& step_;

@@ -18,36 +18,29 @@
 #include "runtime/executor/random_inputs.h"
 #include "runtime/io/tensor_proto.h"
 #include "runtime/onnx/model_io.h"
+#include "tests/runtime/plan_test_util.h"
 #include "tests/runtime/test_graphs.h"
 
 namespace onnx_amp {
 namespace {
 
+using testing::AddInitializer;
 using testing::AddNode;
+using testing::AsDouble;
+using testing::Calls;
+using testing::Converted;
+using testing::Make;
+using testing::Output;
+using testing::RunOk;
 using testing::SetIntsAttr;
 using testing::TensorValue;
+using testing::Uniform;
 
 constexpr double kFloat32Roundoff = 0x1p-24;
 constexpr double kBFloat16Roundoff = 0x1p-8;
 constexpr double kFloat16Roundoff = 0x1p-11;
 
 constexpr int64_t kBatch = 2, kIn = 8, kOut = 16, kSize = 10, kTaps = 9;
-
-std::vector<float> Uniform(std::mt19937_64& rng, size_t count, float low, float high) {
-  std::uniform_real_distribution<float> uniform(low, high);
-  std::vector<float> values(count);
-  for (float& v : values) v = uniform(rng);
-  return values;
-}
-
-void AddInitializer(onnx::GraphProto& graph, const std::string& name, const Shape& shape,
-                    const std::vector<float>& values) {
-  Tensor tensor = Tensor::Empty(DType::kFloat32, shape);
-  std::copy(values.begin(), values.end(), tensor.data<float>());
-  Expected<onnx::TensorProto> proto = TensorToProto(tensor, name);
-  ASSERT_TRUE(proto.ok()) << proto.status().message();
-  *graph.add_initializer() = *proto;
-}
 
 struct ConvBatchNorm {
   std::vector<float> weights, bias, scale, shift, mean, var;  // bias empty: none
@@ -147,58 +140,6 @@ Reference ConvBatchNormReference(const std::vector<float>& x, const ConvBatchNor
   return r;
 }
 
-std::vector<double> AsDouble(const Tensor& tensor) {
-  std::vector<double> values(static_cast<size_t>(tensor.num_elements()));
-  for (size_t i = 0; i < values.size(); ++i) {
-    switch (tensor.dtype()) {
-      case DType::kFloat32: values[i] = tensor.data<float>()[i]; break;
-      case DType::kFloat16: values[i] = tensor.data<Float16>()[i].ToFloat(); break;
-      case DType::kBFloat16: values[i] = tensor.data<BFloat16>()[i].ToFloat(); break;
-      default: ADD_FAILURE() << "unexpected dtype"; return values;
-    }
-  }
-  return values;
-}
-
-onnx::ModelProto Converted(const onnx::ModelProto& model, PolicyKind policy) {
-  if (policy == PolicyKind::kFloat32) return model;
-  ConvertOptions options;
-  options.policy.kind = policy;
-  EXPECT_TRUE(options.policy.Compile().ok());
-  Expected<ConvertResult> result = ConvertModel(model, options);
-  EXPECT_TRUE(result.ok()) << result.status().message();
-  return result.ok() ? std::move(result->model) : onnx::ModelProto();
-}
-
-std::unique_ptr<Executor> Make(const onnx::ModelProto& model, bool rewrite) {
-  ExecutorOptions options;
-  options.num_threads = 2;
-  options.fuse_activations = rewrite;
-  Expected<std::unique_ptr<Executor>> executor = Executor::Create(onnx::ModelProto(model), options);
-  EXPECT_TRUE(executor.ok()) << executor.status().message();
-  return executor.ok() ? std::move(executor).value() : nullptr;
-}
-
-RunResult RunOk(Executor& executor, const std::map<std::string, Tensor>& feeds) {
-  Expected<RunResult> result = executor.Run(feeds);
-  EXPECT_TRUE(result.ok()) << result.status().message();
-  return result.ok() ? std::move(result).value() : RunResult();
-}
-
-int64_t Calls(const RunResult& result, const std::string& label) {
-  auto it = result.stats.op_times.find(label);
-  return it == result.stats.op_times.end() ? 0 : it->second.calls;
-}
-
-const Tensor& Output(const RunResult& result, const std::string& name) {
-  for (const NamedTensor& output : result.outputs) {
-    if (output.name == name) return output.tensor;
-  }
-  static const Tensor none;
-  ADD_FAILURE() << "no output " << name;
-  return none;
-}
-
 // Error bound per output: float32 accumulates K = 72 products (plus the bias and the
 // normalization's four operations), each rounding within u of the magnitudes summed.
 // Mixed precision rounds x, W and the folded W * s (or the Conv output) to the low
@@ -249,7 +190,9 @@ TEST_P(BatchNormFoldTest, FoldedConvMatchesFloat64ReferenceWithAndWithoutBias) {
   // The conversion may keep a BatchNormalization in float32 behind a Cast (nothing to
   // fold then); every one that still reads its Conv directly must be folded.
   const int direct = ConvFedNodes(model, "BatchNormalization");
-  if (policy != PolicyKind::kMixedFloat16) EXPECT_EQ(direct, 2);
+  if (policy != PolicyKind::kMixedFloat16) {
+    EXPECT_EQ(direct, 2);
+  }
   EXPECT_EQ(Calls(folded_result, "Conv+BatchNormalization") + Calls(folded_result, "Conv+BatchNormalization+Relu"),
             direct);
   EXPECT_EQ(Calls(folded_result, "BatchNormalization"), 2 - direct);
@@ -351,7 +294,9 @@ TEST_P(ConvAddFusionTest, FusedResidualMatchesFloat64Reference) {
   const RunResult plain_result = RunOk(*plain, {{"x", x}});
   // As for BatchNormalization, mixed_float16 may keep the Add in float32 behind Casts.
   const int direct = ConvFedNodes(model, "Add");
-  if (policy != PolicyKind::kMixedFloat16) EXPECT_EQ(direct, 1);
+  if (policy != PolicyKind::kMixedFloat16) {
+    EXPECT_EQ(direct, 1);
+  }
   EXPECT_EQ(Calls(fused_result, "Conv+Add+Relu"), direct);
   EXPECT_EQ(Calls(fused_result, "Add"), 1 - direct);
   EXPECT_EQ(Calls(plain_result, "Add"), 1);
