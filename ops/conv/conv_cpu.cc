@@ -23,7 +23,10 @@ void RegisterConvCpuKernels(KernelRegistry& registry) {
   registry.Register({"", "GlobalMaxPool", DeviceKind::kCpu, &GlobalMaxPoolCpu});
   registry.Register({"", "GlobalLpPool", DeviceKind::kCpu, &GlobalLpPoolCpu});
   registry.Register({kOnnxAmpDomain, "ConvGrad", DeviceKind::kCpu, &ConvGradKernel});
-  registry.Register({kOnnxAmpDomain, "MaxPoolGrad", DeviceKind::kCpu, &MaxPoolGradKernel});
+  // MaxPoolGrad applies a folded ReluGrad (KernelDef::fuses_relu_grad).
+  KernelDef max_pool_grad{kOnnxAmpDomain, "MaxPoolGrad", DeviceKind::kCpu, &MaxPoolGradKernel};
+  max_pool_grad.fuses_relu_grad = true;
+  registry.Register(max_pool_grad);
   registry.Register({kOnnxAmpDomain, "AveragePoolGrad", DeviceKind::kCpu, &AveragePoolGradKernel});
 }
 

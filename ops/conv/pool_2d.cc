@@ -12,6 +12,7 @@
 #include <immintrin.h>
 #endif
 
+#include "ops/common/elementwise_math.h"
 #include "ops/common/float_compute.h"
 #include "runtime/exec/thread_pool.h"
 
@@ -238,10 +239,11 @@ void MaxPool2x2Rows(const float* in, int64_t out_rows, int64_t in_w, float* out)
 // dX of `out_rows` rows of 2x2 windows (as MaxPool2x2Rows lays them out): dY goes to
 // the tap the forward pass picks, by the same pair maxima (which of each row's pair
 // wins, then whether the bottom pair's winner beats the top's), and the other three
-// taps get zeros.
+// taps get zeros; with `relu_slope`, dY times ReluSlope of the picked value.
 __attribute__((target_clones("avx2", "default"))) void MaxPool2x2GradRowsPortable(const float* __restrict x,
                                                                                  const float* __restrict dy,
                                                                                  int64_t out_rows, int64_t in_w,
+                                                                                 bool relu_slope,
                                                                                  float* __restrict dx) {
   const int64_t out_w = in_w / 2;
   for (int64_t r = 0; r < out_rows; ++r) {
@@ -252,8 +254,9 @@ __attribute__((target_clones("avx2", "default"))) void MaxPool2x2GradRowsPortabl
     for (int64_t i = 0; i < out_w; ++i) {
       const float a = top[2 * i], b = top[2 * i + 1], c = bottom[2 * i], d = bottom[2 * i + 1];
       const bool right_top = Takes(b, a), right_bottom = Takes(d, c);
-      const bool lower = Takes(right_bottom ? d : c, right_top ? b : a);
-      const float g = dy[r * out_w + i];
+      const float top_max = right_top ? b : a, bottom_max = right_bottom ? d : c;
+      const bool lower = Takes(bottom_max, top_max);
+      const float g = relu_slope ? dy[r * out_w + i] * ReluSlope{}(lower ? bottom_max : top_max) : dy[r * out_w + i];
       dx_top[2 * i] = !lower && !right_top ? g : 0.0f;
       dx_top[2 * i + 1] = !lower && right_top ? g : 0.0f;
       dx_bottom[2 * i] = lower && !right_bottom ? g : 0.0f;
@@ -274,10 +277,10 @@ __attribute__((target("avx512f"))) inline void StoreTaps16(__m512 g, __mmask16 l
   _mm512_mask_storeu_ps(row + 16, high, _mm512_permutex2var_ps(even, second_half, odd));
 }
 
-// MaxPool2x2RowsAvx512's choices, 16 windows at a time, with dY written back at the
-// chosen tap and zeros at the others.
+// MaxPool2x2RowsAvx512's choices, 16 windows at a time, with dY (times ReluSlope of the
+// chosen value, with `relu_slope`) written back at the chosen tap and zeros at the others.
 __attribute__((target("avx512f"))) void MaxPool2x2GradRowsAvx512(const float* x, const float* dy, int64_t out_rows,
-                                                                int64_t in_w, float* dx) {
+                                                                int64_t in_w, bool relu_slope, float* dx) {
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
   const int64_t out_w = in_w / 2;
@@ -297,7 +300,13 @@ __attribute__((target("avx512f"))) void MaxPool2x2GradRowsAvx512(const float* x,
       const __m512 top_max = _mm512_mask_mov_ps(top_left, right_top, top_right);
       const __m512 bottom_max = _mm512_mask_mov_ps(bottom_left, right_bottom, bottom_right);
       const __mmask16 lower = Takes16(bottom_max, top_max);
-      const __m512 g = _mm512_maskz_loadu_ps(Lanes(out_w - j / 2), dy + r * out_w + j / 2);
+      __m512 g = _mm512_maskz_loadu_ps(Lanes(out_w - j / 2), dy + r * out_w + j / 2);
+      if (relu_slope) {
+        // ReluSlope as a multiply by 1 or 0, so that g * 0 keeps its sign and NaN as ReluGrad's does.
+        const __m512 chosen = _mm512_mask_mov_ps(top_max, lower, bottom_max);
+        const __mmask16 positive = _mm512_cmp_ps_mask(chosen, _mm512_setzero_ps(), _CMP_GT_OQ);
+        g = _mm512_mul_ps(g, _mm512_maskz_mov_ps(positive, _mm512_set1_ps(1.0f)));
+      }
       StoreTaps16(g, static_cast<__mmask16>(~lower & ~right_top), static_cast<__mmask16>(~lower & right_top), low,
                   high, dx_top + j);
       StoreTaps16(g, static_cast<__mmask16>(lower & ~right_bottom), static_cast<__mmask16>(lower & right_bottom), low,
@@ -370,11 +379,11 @@ void MaxPool2dArgmax(const float* x, const WindowGeometry& g, const PlaneWindows
   }
 }
 
-void MaxPool2x2GradPlane(const float* x, const float* dy, const WindowGeometry& g, float* dx) {
+void MaxPool2x2GradPlane(const float* x, const float* dy, const WindowGeometry& g, bool relu_slope, float* dx) {
 #if defined(__x86_64__)
-  if (Pool2x2UsesAvx512()) return MaxPool2x2GradRowsAvx512(x, dy, g.out[0], g.in[1], dx);
+  if (Pool2x2UsesAvx512()) return MaxPool2x2GradRowsAvx512(x, dy, g.out[0], g.in[1], relu_slope, dx);
 #endif
-  MaxPool2x2GradRowsPortable(x, dy, g.out[0], g.in[1], dx);
+  MaxPool2x2GradRowsPortable(x, dy, g.out[0], g.in[1], relu_slope, dx);
 }
 
 namespace {

@@ -57,8 +57,10 @@ bool Pool2x2UsesAvx512();
 bool SetPool2x2UsesAvx512(bool use);
 
 // dX of such a max pool for one float32 plane x: each dY at the tap Pool2d's max picks,
-// zeros at the other three (every element of dx is written).
-void MaxPool2x2GradPlane(const float* x, const float* dy, const WindowGeometry& g, float* dx);
+// zeros at the other three (every element of dx is written). With `relu_slope` (x is a
+// Relu's output, its ReluGrad folded in) each dY is first multiplied by ReluSlope of the
+// picked value: ReluGrad's numbers, since the other taps' zeros stay zeros.
+void MaxPool2x2GradPlane(const float* x, const float* dy, const WindowGeometry& g, bool relu_slope, float* dx);
 
 // The offset within the plane of the tap Pool2d's max picks for each output of a float32
 // plane x (-1 for a window with no tap inside the input), for MaxPoolGrad; `p` is

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "ops/common/elementwise_math.h"
+#include "ops/common/float32_buffers.h"
 #include "ops/common/float_compute.h"
 #include "ops/conv/conv_kernels.h"
 #include "ops/conv/pool_2d.h"
@@ -83,13 +85,22 @@ Expected<PoolGradInputs> ReadPoolGradInputs(KernelContext& context) {
   return PoolGradInputs{dy, x, g, BuildTable(g)};
 }
 
+// dx[i] * ReluSlope(x[i]) for a plane, as a ReluGrad reading dX after a MaxPoolGrad
+// gives it: a float16/bfloat16 dX is rounded first, as that MaxPoolGrad stores it.
+void ApplyReluSlope(const float* x, DType dx_dtype, int64_t count, float* dx) {
+  if (IsLowPrecision(dx_dtype)) RoundThrough(dx_dtype, dx, dx, count);
+  const ReluSlope slope;
+  for (int64_t i = 0; i < count; ++i) dx[i] *= slope(x[i]);
+}
+
 // Runs plane_grad(dy, x, dx) on every [N, C] plane, planes in parallel chunks: dY and X
 // come as float32 (X only when `x_needed`), dX is a float32 plane, zeroed to accumulate
-// into unless plane_grad writes every element (`writes_whole_plane`), written in place
-// for a float32 dX and rounded once into a float16/bfloat16 one.
+// into unless plane_grad writes every element (`writes_whole_plane`), multiplied by the
+// Relu's slope at X with `relu_slope` (a folded ReluGrad plane_grad does not apply
+// itself), written in place for a float32 dX and rounded once into a float16/bfloat16 one.
 template <typename PlaneGrad>
 Status ForEachPlane(KernelContext& context, const PoolGradInputs& in, bool x_needed, PlaneGrad plane_grad,
-                    bool writes_whole_plane = false) {
+                    bool writes_whole_plane = false, bool relu_slope = false) {
   if (!context.output_used(0)) return Status::Ok();
   ONNX_AMP_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, in.dy->dtype(), in.x->shape()));
   const WindowTable& t = in.table;
@@ -102,7 +113,9 @@ Status ForEachPlane(KernelContext& context, const PoolGradInputs& in, bool x_nee
     for (int64_t plane = begin; plane < end; ++plane) {
       float* dx_plane = dx->dtype() == DType::kFloat32 ? dx->data<float>() + plane * t.in_size : dx_buffer.data();
       if (!writes_whole_plane) std::fill_n(dx_plane, t.in_size, 0.0f);
-      plane_grad(dy_planes.Read(plane * t.out_size), x_needed ? x_planes.Read(plane * t.in_size) : nullptr, dx_plane);
+      const float* x_plane = x_needed ? x_planes.Read(plane * t.in_size) : nullptr;
+      plane_grad(dy_planes.Read(plane * t.out_size), x_plane, dx_plane);
+      if (relu_slope) ApplyReluSlope(x_plane, dx->dtype(), t.in_size, dx_plane);
       if (dx_plane == dx_buffer.data()) StoreFloat32Block(dx_plane, plane * t.in_size, t.in_size, *dx);
     }
   });
@@ -111,13 +124,18 @@ Status ForEachPlane(KernelContext& context, const PoolGradInputs& in, bool x_nee
 
 }  // namespace
 
-// Each dY goes to the first maximum of its window (the tap the forward kernel picks).
+// Each dY goes to the first maximum of its window (the tap the forward kernel picks);
+// with a ReluGrad folded in (KernelContext::fused_relu_grad), dX is then multiplied by
+// the slope of the Relu whose output X is.
 Status MaxPoolGradKernel(KernelContext& context) {
   ONNX_AMP_ASSIGN_OR_RETURN(const PoolGradInputs in, ReadPoolGradInputs(context));
   const WindowTable& t = in.table;
+  const bool relu_slope = context.fused_relu_grad();
   if (Tiles2x2(in.geometry)) {
-    const auto plane_grad = [&in](const float* dy, const float* x, float* dx) {
-      MaxPool2x2GradPlane(x, dy, in.geometry, dx);
+    // The kernel applies the slope itself, to the one dY of each window: every dX is dY
+    // or a zero, which rounding leaves alone, so no dtype needs the rounding first.
+    const auto plane_grad = [&in, relu_slope](const float* dy, const float* x, float* dx) {
+      MaxPool2x2GradPlane(x, dy, in.geometry, relu_slope, dx);
     };
     return ForEachPlane(context, in, true, plane_grad, /*writes_whole_plane=*/true);
   }
@@ -131,7 +149,7 @@ Status MaxPoolGradKernel(KernelContext& context) {
       for (int64_t o = 0; o < in.table.out_size; ++o) {
         if (argmax[o] >= 0) dx[argmax[o]] += dy[o];
       }
-    });
+    }, /*writes_whole_plane=*/false, relu_slope);
   }
   return ForEachPlane(context, in, true, [&t](const float* dy, const float* x, float* dx) {
     for (int64_t o = 0; o < t.out_size; ++o) {
@@ -149,7 +167,7 @@ Status MaxPoolGradKernel(KernelContext& context) {
       }
       if (best >= 0) dx[best] += dy[o];
     }
-  });
+  }, /*writes_whole_plane=*/false, relu_slope);
 }
 
 // Each dY is spread evenly over its window's taps inside the input, divided by that

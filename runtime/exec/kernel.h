@@ -86,6 +86,10 @@ class KernelContext {
   // float16/bfloat16 result (a Cast to float32 folded in); set only for kernels
   // registered with KernelDef::fuses_widening_cast.
   virtual bool widens_output() const { return false; }
+  // Whether output 0 (dX) is to be multiplied, as ReluGrad would, by the Relu's slope at
+  // input 1 (the Relu's output); set only for kernels registered with
+  // KernelDef::fuses_relu_grad.
+  virtual bool fused_relu_grad() const { return false; }
   // Whether input (output) `index` holds its [N, C, ...] values in channels-last memory
   // order ([N, ..., C], runtime/executor/plan_layouts.h); set only for kernels registered
   // with KernelDef::takes_channels_last.
@@ -144,6 +148,10 @@ struct KernelDef {
   // Reads input 0 (and a fused addend) and writes output 0 in channels-last order where
   // KernelContext says so, for the cases plan_layouts.h lists for its op.
   bool takes_channels_last = false;
+  // Honours KernelContext::fused_relu_grad(), so the plan may fold into this gradient
+  // node a ReluGrad that alone reads its output 0 (dX) with input 1 (X) as the Relu's
+  // output (MaxPoolGrad after a Relu: one pass less over the activation's size).
+  bool fuses_relu_grad = false;
 };
 
 }  // namespace onnx_amp

@@ -187,6 +187,7 @@ class PlanBuilder {
       FuseConvAdd(*plan, outer_reads, keep);
       FuseActivations(*plan, outer_reads, keep);
       FuseWideningCasts(*plan, outer_reads, keep);
+      FuseReluGrads(*plan, outer_reads, keep);
       if (options_.channels_last && !on_device) AssignChannelsLast(*plan, outer_reads, keep);
     }
     if (missing_.empty()) PlaceValues(*plan, outer_reads, on_device ? device_ : DeviceKind::kCpu);

@@ -3,8 +3,8 @@
 // for each node the slots whose last use it is, so their buffers can be reused. A Relu,
 // LeakyRelu or Clip that alone reads the output of a Conv/Gemm/MatMul is folded into
 // that step (its kernel applies the activation), and so is a Cast to float32 of a
-// Gemm/MatMul's float16 or bfloat16 output (plan_fusion.h), unless the value between
-// them must stay observable; before those, an inference BatchNormalization after a Conv
+// Gemm/MatMul's float16 or bfloat16 output, and a ReluGrad of a MaxPoolGrad's output
+// (plan_fusion.h), unless the value between them must stay observable; before those, an inference BatchNormalization after a Conv
 // is folded into the Conv's weights and a residual Add into the Conv (plan_rewrites.h).
 // Last, values passed between CPU convolutions and max pools are stored channels-last
 // (plan_layouts.h).
@@ -44,6 +44,8 @@ struct PlanStep {
   int addend_input = -1;        // input added to output 0 before the activation (Conv+Add)
   // A Cast to float32 folded in (plan_fusion.h): output 0 is stored as float32.
   bool widened_output = false;
+  // A ReluGrad folded in (plan_fusion.h): output 0 is multiplied by the Relu's slope.
+  bool relu_grad = false;
   // The kernel's state across runs (prepacked weights); a cache, hence mutable.
   mutable std::unique_ptr<KernelState> state;
   std::vector<int> inputs;            // slot per node input, -1 for an absent one

@@ -170,6 +170,7 @@ class NodeContext final : public KernelContext {
   FusedActivation fused_activation() const override { return step_.activation; }
   const Tensor* fused_addend() const override { return input(step_.addend_input); }
   bool widens_output() const override { return step_.widened_output; }
+  bool fused_relu_grad() const override { return step_.relu_grad; }
   bool input_channels_last(int index) const override {
     return index >= 0 && index < num_inputs() && ChannelsLast(step_.inputs[index]);
   }

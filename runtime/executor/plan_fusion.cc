@@ -76,6 +76,31 @@ void FuseWideningCasts(GraphPlan& plan, std::vector<std::vector<int>>& outer_rea
   RemoveFoldedSteps(plan, outer_reads, folded);
 }
 
+void FuseReluGrads(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& keep) {
+  const SlotUses uses = CountSlotUses(plan, outer_reads);
+  std::vector<bool> folded(plan.steps.size(), false);
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const PlanStep& grad = plan.steps[s];
+    const onnx::NodeProto& node = *grad.node;
+    if (node.op_type() != "ReluGrad" || node.domain() != kOnnxAmpDomain || grad.inputs.size() != 2 ||
+        grad.outputs.size() != 1 || grad.outputs[0] < 0) {
+      continue;
+    }
+    const int source_index = FoldableProducer(plan, uses, keep, grad.inputs[0]);
+    if (source_index < 0) continue;
+    PlanStep& source = plan.steps[source_index];
+    if (!source.kernel || !source.kernel->fuses_relu_grad || source.relu_grad || source.device != grad.device ||
+        source.inputs.size() < 2 || source.inputs[1] != grad.inputs[1] || grad.inputs[1] < 0) {
+      continue;
+    }
+    source.relu_grad = true;
+    source.outputs[0] = grad.outputs[0];
+    source.op_label += "+ReluGrad";
+    folded[s] = true;
+  }
+  RemoveFoldedSteps(plan, outer_reads, folded);
+}
+
 void RemoveFoldedSteps(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& folded) {
   size_t kept = 0;
   for (size_t s = 0; s < plan.steps.size(); ++s) {

@@ -1,6 +1,7 @@
 // Rewrites of a built plan that fold a node into the step producing its input, shared by
 // the plan builder's fusions: who reads and who produces each slot, the constants behind
-// initializer slots, the widening-Cast fold, and the removal of folded steps.
+// initializer slots, the widening-Cast and ReluGrad folds, and the removal of folded
+// steps.
 #pragma once
 
 #include <vector>
@@ -31,6 +32,12 @@ int FoldableProducer(const GraphPlan& plan, const SlotUses& uses, const std::vec
 // bfloat16, the same numbers the Cast would give, without the low-precision tensor (its
 // memory and a pass over it). Must run after the activation fold.
 void FuseWideningCasts(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& keep);
+
+// Folds each ReluGrad (onnx_amp domain) whose dY is output 0 of a step whose kernel
+// takes it (KernelDef::fuses_relu_grad) and whose input 1 is the ReluGrad's Y, into that
+// step: the step multiplies its output by the Relu's slope, the numbers the ReluGrad
+// would give, without a pass over dY and Y.
+void FuseReluGrads(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& keep);
 
 // Drops the steps marked in `folded`, keeping `outer_reads` parallel to plan.steps.
 void RemoveFoldedSteps(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& folded);
