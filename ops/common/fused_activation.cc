@@ -61,8 +61,9 @@ void MapLowPrecisionRange(Tensor& out, int64_t begin, int64_t end, const Op& op)
   }
 }
 
-// Applies the activation to out[begin, end).
-void ApplyRange(const FusedActivation& activation, Tensor& out, int64_t begin, int64_t end) {
+}  // namespace
+
+void ApplyActivationRange(const FusedActivation& activation, Tensor& out, int64_t begin, int64_t end) {
   if (activation.kind == FusedActivationKind::kRelu && IsLowPrecision(out.dtype())) {
     // On the rounded values' bits, instead of widening them again for ReluOp and
     // rounding them once more.
@@ -93,8 +94,6 @@ void ApplyRange(const FusedActivation& activation, Tensor& out, int64_t begin, i
     ONNX_AMP_ASSERT(false, "fused activations take floating outputs");
   });
 }
-
-}  // namespace
 
 std::string ActivationKey(const FusedActivation& activation) {
   switch (activation.kind) {
@@ -128,7 +127,7 @@ void AppendActivationPostOp(const FusedActivation& activation, dnnl::post_ops& o
 void ApplyActivation(const FusedActivation& activation, Tensor& out, ThreadPool& threads) {
   if (activation.kind == FusedActivationKind::kNone) return;
   threads.ParallelFor(out.num_elements(), kChunk,
-                      [&](int64_t begin, int64_t end) { ApplyRange(activation, out, begin, end); });
+                      [&](int64_t begin, int64_t end) { ApplyActivationRange(activation, out, begin, end); });
 }
 
 void StoreWithActivation(const float* values, Tensor& out, const FusedActivation& activation, ThreadPool& threads) {
@@ -140,7 +139,7 @@ void StoreWithActivation(const float* values, Tensor& out, const FusedActivation
 void StoreBlockWithActivation(const float* values, Tensor& out, int64_t begin, int64_t count,
                               const FusedActivation& activation) {
   StoreFloat32Block(values, begin, count, out);
-  ApplyRange(activation, out, begin, begin + count);
+  ApplyActivationRange(activation, out, begin, begin + count);
 }
 
 std::optional<FusedActivation> FusableActivation(const onnx::NodeProto& node, int opset,

@@ -42,6 +42,8 @@ void AppendActivationPostOp(const FusedActivation& activation, dnnl::post_ops& o
 // Applies the activation in place to every element of a float32, float64, float16 or
 // bfloat16 tensor.
 void ApplyActivation(const FusedActivation& activation, Tensor& out, ThreadPool& threads);
+// The same for out's elements [begin, end), on the calling thread.
+void ApplyActivationRange(const FusedActivation& activation, Tensor& out, int64_t begin, int64_t end);
 
 // Rounds float32 values once into `out` (float32, float16 or bfloat16) and applies the
 // activation to the rounded values, block by block while they are in cache.

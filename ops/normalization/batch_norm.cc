@@ -4,14 +4,18 @@
 //                   running_mean = input_mean * momentum + batch_mean * (1 - momentum)
 //                   (likewise running_var) as outputs 1 and 2.
 // Scale/B and mean/var may have their own float dtypes (opset 15); every parameter is
-// read into the compute type, statistics are float32 (float64 for float64 X).
+// read into the compute type, statistics are float32 (float64 for float64 X). A fused
+// activation (a Relu after a training-mode BatchNormalization) is applied to each plane
+// as it is stored, as the activation's own kernel would apply it to Y.
 #include <algorithm>
 #include <cmath>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "ops/common/elementwise_math.h"
 #include "ops/common/float_compute.h"
+#include "ops/common/fused_activation.h"
 #include "ops/normalization/lane_sums.h"
 #include "ops/normalization/normalization_kernels.h"
 #include "runtime/exec/thread_pool.h"
@@ -53,6 +57,7 @@ Status RunBatchNorm(KernelContext& context, const Tensor& x, bool training, Tens
   ONNX_AMP_ASSIGN_OR_RETURN(std::vector<double> mean, ChannelParameter(context, 3, channels));
   ONNX_AMP_ASSIGN_OR_RETURN(std::vector<double> var, ChannelParameter(context, 4, channels));
   const Acc epsilon = static_cast<Acc>(context.attr_float("epsilon", 1e-5f));
+  const FusedActivation activation = context.fused_activation();
   // float16 and bfloat16 planes are widened and rounded a plane at a time (vectorised),
   // float32 and float64 ones read and written in place.
   constexpr bool kWidened = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
@@ -90,10 +95,16 @@ Status RunBatchNorm(KernelContext& context, const Tensor& x, bool training, Tens
         const Acc* in = plane(n, c);
         if constexpr (kWidened) {
           for (int64_t i = 0; i < spatial; ++i) widened_out[i] = (in[i] - m) * a + b;
-          StoreFloat32Block(widened_out.data(), base, spatial, y);
+          StoreBlockWithActivation(widened_out.data(), y, base, spatial, activation);
         } else {
           T* out = y.data<T>() + base;
-          for (int64_t i = 0; i < spatial; ++i) out[i] = (in[i] - m) * a + b;
+          if (activation.kind == FusedActivationKind::kRelu) {
+            // In the same loop: a second pass over the plane, even in cache, cost as much.
+            for (int64_t i = 0; i < spatial; ++i) out[i] = ReluOp{}((in[i] - m) * a + b);
+          } else {
+            for (int64_t i = 0; i < spatial; ++i) out[i] = (in[i] - m) * a + b;
+            ApplyActivationRange(activation, y, base, base + spatial);
+          }
         }
       }
     }

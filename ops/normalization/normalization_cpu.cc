@@ -11,7 +11,10 @@ void RegisterNormalizationCpuKernels(KernelRegistry& registry) {
   registry.Register({"", "LogSoftmax", DeviceKind::kCpu, &LogSoftmaxCpu});
   registry.Register({"", "Hardmax", DeviceKind::kCpu, &HardmaxCpu});
   registry.Register({"", "LayerNormalization", DeviceKind::kCpu, &LayerNormalizationCpu});
-  registry.Register({"", "BatchNormalization", DeviceKind::kCpu, &BatchNormalizationCpu});
+  // BatchNormalization applies a fused activation (KernelDef::fuses_activation).
+  KernelDef batch_norm{"", "BatchNormalization", DeviceKind::kCpu, &BatchNormalizationCpu};
+  batch_norm.fuses_activation = true;
+  registry.Register(batch_norm);
   registry.Register({"", "InstanceNormalization", DeviceKind::kCpu, &InstanceNormalizationCpu});
   registry.Register({"", "GroupNormalization", DeviceKind::kCpu, &GroupNormalizationCpu});
   registry.Register({"", "LpNormalization", DeviceKind::kCpu, &LpNormalizationCpu});
