@@ -1,12 +1,13 @@
 // The execution plan of one graph (and, nested, of its If/Loop/Scan bodies): nodes in
 // topological order with their kernels, every value mapped to a slot of a frame, and
 // for each node the slots whose last use it is, so their buffers can be reused. A Relu,
-// LeakyRelu or Clip that alone reads the output of a Conv/Gemm/MatMul is folded into
-// that step (its kernel applies the activation), and so is a Cast to float32 of a
-// Gemm/MatMul's float16 or bfloat16 output, and a ReluGrad of a MaxPoolGrad's output
-// (plan_fusion.h), unless the value between them must stay observable; before those, an inference BatchNormalization after a Conv
-// is folded into the Conv's weights and a residual Add into the Conv (plan_rewrites.h).
-// Last, values passed between CPU convolutions and max pools are stored channels-last
+// LeakyRelu or Clip that alone reads the output of a Conv/Gemm/MatMul/BatchNormalization
+// is folded into that step (its kernel applies the activation), and so are a Cast to
+// float32 of a Gemm/MatMul's float16 or bfloat16 output and a ReluGrad of a
+// MaxPoolGrad's output (plan_fusion.h), unless the value between them must stay
+// observable; before those, an inference BatchNormalization after a Conv is folded into
+// the Conv's weights and a residual Add into the Conv (plan_rewrites.h). Last, values
+// passed between CPU convolutions and max pools are stored channels-last
 // (plan_layouts.h).
 #pragma once
 
