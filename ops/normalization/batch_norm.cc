@@ -6,7 +6,7 @@
 // Scale/B and mean/var may have their own float dtypes (opset 15); every parameter is
 // read into the compute type, statistics are float32 (float64 for float64 X). A fused
 // activation (a Relu after a training-mode BatchNormalization) is applied to each plane
-// as it is stored, as the activation's own kernel would apply it to Y.
+// as it is written, with the bits the activation's own kernel would give from Y.
 #include <algorithm>
 #include <cmath>
 #include <string>
