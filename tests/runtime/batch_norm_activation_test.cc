@@ -12,34 +12,23 @@
 #include <string>
 #include <vector>
 
-#include "runtime/core/float16.h"
 #include "runtime/executor/executor.h"
 #include "runtime/io/tensor_proto.h"
+#include "tests/runtime/plan_test_util.h"
 #include "tests/runtime/test_graphs.h"
 
 namespace onnx_amp {
 namespace {
 
 using testing::AddNode;
+using testing::Calls;
+using testing::FilledTensor;
 using testing::TensorValue;
 
 const Shape kShape{4, 3, 5, 7};
 
-Tensor Filled(DType dtype, const Shape& shape, const std::vector<double>& values) {
-  Tensor tensor = Tensor::Empty(dtype, shape);
-  for (size_t i = 0; i < values.size(); ++i) {
-    switch (dtype) {
-      case DType::kFloat32: tensor.data<float>()[i] = static_cast<float>(values[i]); break;
-      case DType::kFloat64: tensor.data<double>()[i] = values[i]; break;
-      case DType::kFloat16: tensor.data<Float16>()[i] = Float16::FromFloat(static_cast<float>(values[i])); break;
-      default: tensor.data<BFloat16>()[i] = BFloat16::FromFloat(static_cast<float>(values[i])); break;
-    }
-  }
-  return tensor;
-}
-
 void AddParameter(onnx::GraphProto& graph, const std::string& name, DType dtype, const std::vector<double>& values) {
-  Expected<onnx::TensorProto> proto = TensorToProto(Filled(dtype, {static_cast<int64_t>(values.size())}, values), name);
+  Expected<onnx::TensorProto> proto = TensorToProto(FilledTensor(dtype, {static_cast<int64_t>(values.size())}, values), name);
   ASSERT_TRUE(proto.ok()) << proto.status().message();
   *graph.add_initializer() = *proto;
 }
@@ -101,11 +90,6 @@ RunResult RunPlan(const onnx::ModelProto& model, bool fuse, const Tensor& x) {
   return result.ok() ? std::move(result).value() : RunResult();
 }
 
-int64_t Calls(const RunResult& result, const std::string& label) {
-  auto it = result.stats.op_times.find(label);
-  return it == result.stats.op_times.end() ? 0 : it->second.calls;
-}
-
 TEST(BatchNormActivationTest, FusedStepGivesTheTwoStepsBits) {
   std::mt19937 gen(5);
   std::uniform_real_distribution<double> uniform(-2.0, 2.0);
@@ -117,7 +101,7 @@ TEST(BatchNormActivationTest, FusedStepGivesTheTwoStepsBits) {
                              std::numeric_limits<double>::quiet_NaN()};
   for (size_t i = 0; i < std::size(specials); ++i) values[i * 17] = specials[i];
   for (DType dtype : {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16}) {
-    const Tensor x = Filled(dtype, kShape, values);
+    const Tensor x = FilledTensor(dtype, kShape, values);
     for (const bool training : {false, true}) {
       for (const std::string activation : {"Relu", "LeakyRelu", "Clip"}) {
         const std::string label = std::string(DTypeName(dtype)) + (training ? " training " : " inference ") + activation;

@@ -18,10 +18,13 @@
 #include "runtime/executor/random_inputs.h"
 #include "runtime/io/tensor_proto.h"
 #include "runtime/onnx/model_io.h"
+#include "tests/runtime/plan_test_util.h"
 #include "tests/runtime/test_graphs.h"
 
 namespace onnx_amp {
 namespace {
+
+using testing::Converted;
 
 onnx::ValueInfoProto FloatValue(const std::string& name, const std::vector<int64_t>& dims) {
   onnx::ValueInfoProto value;
@@ -112,16 +115,6 @@ onnx::ModelProto Bundled(const std::string& name) {
   Expected<onnx::ModelProto> model = LoadModel(std::string(ONNX_AMP_MODELS_DIR) + "/" + name);
   EXPECT_TRUE(model.ok()) << model.status().message();
   return model.ok() ? std::move(model).value() : onnx::ModelProto();
-}
-
-onnx::ModelProto Converted(const onnx::ModelProto& model, PolicyKind policy) {
-  if (policy == PolicyKind::kFloat32) return model;
-  ConvertOptions options;
-  options.policy.kind = policy;
-  EXPECT_TRUE(options.policy.Compile().ok());
-  Expected<ConvertResult> result = ConvertModel(model, options);
-  EXPECT_TRUE(result.ok()) << result.status().message();
-  return result.ok() ? std::move(result->model) : onnx::ModelProto();
 }
 
 std::unique_ptr<Executor> Make(const onnx::ModelProto& model, bool optimize, std::vector<std::string> capture = {}) {

@@ -36,6 +36,23 @@ inline void AddInitializer(onnx::GraphProto& graph, const std::string& name, con
   *graph.add_initializer() = *proto;
 }
 
+// A tensor of `dtype` (float32, float64, float16 or bfloat16) holding `values`, each
+// rounded once.
+inline Tensor FilledTensor(DType dtype, const Shape& shape, const std::vector<double>& values) {
+  Tensor tensor = Tensor::Empty(dtype, shape);
+  EXPECT_EQ(static_cast<int64_t>(values.size()), tensor.num_elements());
+  for (size_t i = 0; i < values.size() && static_cast<int64_t>(i) < tensor.num_elements(); ++i) {
+    switch (dtype) {
+      case DType::kFloat32: tensor.data<float>()[i] = static_cast<float>(values[i]); break;
+      case DType::kFloat64: tensor.data<double>()[i] = values[i]; break;
+      case DType::kFloat16: tensor.data<Float16>()[i] = Float16::FromFloat(static_cast<float>(values[i])); break;
+      case DType::kBFloat16: tensor.data<BFloat16>()[i] = BFloat16::FromFloat(static_cast<float>(values[i])); break;
+      default: ADD_FAILURE() << "FilledTensor takes float dtypes"; return tensor;
+    }
+  }
+  return tensor;
+}
+
 inline std::vector<double> AsDouble(const Tensor& tensor) {
   std::vector<double> values(static_cast<size_t>(tensor.num_elements()));
   for (size_t i = 0; i < values.size(); ++i) {

@@ -18,12 +18,15 @@
 #include "runtime/core/onnx_domain.h"
 #include "runtime/executor/executor.h"
 #include "tests/ops/dnn_test_util.h"
+#include "tests/runtime/plan_test_util.h"
 #include "tests/runtime/test_graphs.h"
 
 namespace onnx_amp {
 namespace {
 
 using testing::AddNode;
+using testing::Calls;
+using testing::FilledTensor;
 using testing::TensorValue;
 
 struct PoolCase {
@@ -66,35 +69,22 @@ onnx::ModelProto PoolThenReluGrad(const PoolCase& c, DType dtype) {
   return model;
 }
 
-// Values of `dtype` from `values` (float32 rounded once).
-Tensor Filled(DType dtype, const Shape& shape, const std::vector<float>& values) {
-  Tensor tensor = Tensor::Empty(dtype, shape);
-  for (size_t i = 0; i < values.size(); ++i) {
-    switch (dtype) {
-      case DType::kFloat32: tensor.data<float>()[i] = values[i]; break;
-      case DType::kFloat16: tensor.data<Float16>()[i] = Float16::FromFloat(values[i]); break;
-      default: tensor.data<BFloat16>()[i] = BFloat16::FromFloat(values[i]); break;
-    }
-  }
-  return tensor;
-}
-
 // Y on a coarse grid (ties within windows), negative values, both zeros and NaN; dP
 // uniform with infinities, NaN and negative values.
 std::map<std::string, Tensor> Feeds(const PoolCase& c, DType dtype, uint32_t seed) {
   std::mt19937 gen(seed);
   std::uniform_int_distribution<int> level(-3, 4);
-  std::uniform_real_distribution<float> uniform(-2.0f, 2.0f);
-  std::vector<float> y(static_cast<size_t>(NumElements(c.y)));
-  for (float& v : y) v = static_cast<float>(level(gen)) * 0.5f;
-  const float specials[] = {-0.0f, 0.0f, std::numeric_limits<float>::quiet_NaN(), -1.0f};
+  std::uniform_real_distribution<double> uniform(-2.0, 2.0);
+  std::vector<double> y(static_cast<size_t>(NumElements(c.y)));
+  for (double& v : y) v = level(gen) * 0.5;
+  const double specials[] = {-0.0, 0.0, std::numeric_limits<double>::quiet_NaN(), -1.0};
   for (size_t i = 3; i < y.size(); i += 11) y[i] = specials[(i / 11) % 4];
-  std::vector<float> dp(static_cast<size_t>(NumElements(PooledShape(c))));
-  for (float& v : dp) v = uniform(gen);
-  const float infinity = std::numeric_limits<float>::infinity();
-  const float wild[] = {infinity, -infinity, std::numeric_limits<float>::quiet_NaN(), -0.0f};
+  std::vector<double> dp(static_cast<size_t>(NumElements(PooledShape(c))));
+  for (double& v : dp) v = uniform(gen);
+  const double infinity = std::numeric_limits<double>::infinity();
+  const double wild[] = {infinity, -infinity, std::numeric_limits<double>::quiet_NaN(), -0.0};
   for (size_t i = 2; i < dp.size(); i += 7) dp[i] = wild[(i / 7) % 4];
-  return {{"dp", Filled(dtype, PooledShape(c), dp)}, {"y", Filled(dtype, c.y, y)}};
+  return {{"dp", FilledTensor(dtype, PooledShape(c), dp)}, {"y", FilledTensor(dtype, c.y, y)}};
 }
 
 RunResult RunPlan(const PoolCase& c, DType dtype, bool fuse, const std::map<std::string, Tensor>& feeds) {
@@ -107,11 +97,6 @@ RunResult RunPlan(const PoolCase& c, DType dtype, bool fuse, const std::map<std:
   Expected<RunResult> result = (*executor)->Run(feeds);
   EXPECT_TRUE(result.ok()) << result.status().message();
   return result.ok() ? std::move(result).value() : RunResult();
-}
-
-int64_t Calls(const RunResult& result, const std::string& label) {
-  auto it = result.stats.op_times.find(label);
-  return it == result.stats.op_times.end() ? 0 : it->second.calls;
 }
 
 const PoolCase kCases[] = {
@@ -159,11 +144,11 @@ TEST(ReluGradFusionTest, PortableTilingKernelGivesTheTwoStepsBits) {
 // (inf * 0), so the fused step must round the sum before applying the slope.
 TEST(ReluGradFusionTest, Float16SumPastTheRangeGivesTheTwoStepsNaN) {
   const PoolCase c{{1, 1, 5, 5}, {3, 3}, {2, 2}, {1, 1, 1, 1}};
-  std::vector<float> y(25, -1.0f);
-  y[6] = -0.5f;  // (1, 1): inside all four windows of rows and columns 0..1, the max of each
-  const std::vector<float> dp(static_cast<size_t>(NumElements(PooledShape(c))), 30000.0f);
-  const std::map<std::string, Tensor> feeds{{"dp", Filled(DType::kFloat16, PooledShape(c), dp)},
-                                            {"y", Filled(DType::kFloat16, c.y, y)}};
+  std::vector<double> y(25, -1.0);
+  y[6] = -0.5;  // (1, 1): inside all four windows of rows and columns 0..1, the max of each
+  const std::vector<double> dp(static_cast<size_t>(NumElements(PooledShape(c))), 30000.0);
+  const std::map<std::string, Tensor> feeds{{"dp", FilledTensor(DType::kFloat16, PooledShape(c), dp)},
+                                            {"y", FilledTensor(DType::kFloat16, c.y, y)}};
   const RunResult fused = RunPlan(c, DType::kFloat16, true, feeds);
   const RunResult apart = RunPlan(c, DType::kFloat16, false, feeds);
   ASSERT_EQ(fused.outputs.size(), 1u);
