@@ -19,21 +19,6 @@ namespace {
 // stay in L2 between the rounding and the activation.
 constexpr int64_t kChunk = 16384;
 
-// Calls fn(op) with the element-wise functor of the activation (kind kNone: none).
-template <typename Fn>
-void WithActivationOp(const FusedActivation& activation, Fn&& fn) {
-  switch (activation.kind) {
-    case FusedActivationKind::kNone: return;
-    case FusedActivationKind::kRelu: return fn(ReluOp{});
-    case FusedActivationKind::kLeakyRelu: return fn(LeakyReluOp{activation.alpha});
-    case FusedActivationKind::kClip:
-      return fn([lo = activation.alpha, hi = activation.beta](auto x) {
-        using C = decltype(x);
-        return ClipOp{}(x, static_cast<C>(lo), static_cast<C>(hi));
-      });
-  }
-}
-
 std::optional<float> FloatAttribute(const onnx::NodeProto& node, const std::string& name) {
   for (const onnx::AttributeProto& attr : node.attribute()) {
     if (attr.name() == name && attr.type() == onnx::AttributeProto::FLOAT) return attr.f();
@@ -61,9 +46,8 @@ void MapLowPrecisionRange(Tensor& out, int64_t begin, int64_t end, const Op& op)
   }
 }
 
-}  // namespace
-
-void ApplyActivationRange(const FusedActivation& activation, Tensor& out, int64_t begin, int64_t end) {
+// Applies the activation to out[begin, end).
+void ApplyRange(const FusedActivation& activation, Tensor& out, int64_t begin, int64_t end) {
   if (activation.kind == FusedActivationKind::kRelu && IsLowPrecision(out.dtype())) {
     // On the rounded values' bits, instead of widening them again for ReluOp and
     // rounding them once more.
@@ -94,6 +78,8 @@ void ApplyActivationRange(const FusedActivation& activation, Tensor& out, int64_
     ONNX_AMP_ASSERT(false, "fused activations take floating outputs");
   });
 }
+
+}  // namespace
 
 std::string ActivationKey(const FusedActivation& activation) {
   switch (activation.kind) {
@@ -127,7 +113,7 @@ void AppendActivationPostOp(const FusedActivation& activation, dnnl::post_ops& o
 void ApplyActivation(const FusedActivation& activation, Tensor& out, ThreadPool& threads) {
   if (activation.kind == FusedActivationKind::kNone) return;
   threads.ParallelFor(out.num_elements(), kChunk,
-                      [&](int64_t begin, int64_t end) { ApplyActivationRange(activation, out, begin, end); });
+                      [&](int64_t begin, int64_t end) { ApplyRange(activation, out, begin, end); });
 }
 
 void StoreWithActivation(const float* values, Tensor& out, const FusedActivation& activation, ThreadPool& threads) {
@@ -139,7 +125,7 @@ void StoreWithActivation(const float* values, Tensor& out, const FusedActivation
 void StoreBlockWithActivation(const float* values, Tensor& out, int64_t begin, int64_t count,
                               const FusedActivation& activation) {
   StoreFloat32Block(values, begin, count, out);
-  ApplyActivationRange(activation, out, begin, begin + count);
+  ApplyRange(activation, out, begin, begin + count);
 }
 
 std::optional<FusedActivation> FusableActivation(const onnx::NodeProto& node, int opset,

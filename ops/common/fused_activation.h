@@ -12,6 +12,7 @@
 
 #include <dnnl.hpp>
 
+#include "ops/common/elementwise_math.h"
 #include "runtime/core/tensor.h"
 #include "runtime/exec/kernel.h"
 
@@ -36,14 +37,29 @@ std::string ActivationKey(const FusedActivation& activation);
 // so for those this is kNone and the kernel calls ApplyActivation after the primitive.
 FusedActivation ExactPostOp(const FusedActivation& activation);
 
+// Calls fn(op) with the element-wise functor of the activation (nothing for kNone), for
+// a kernel that applies it to float32/float64 values inside its own loop: op(x) gives
+// the bits ApplyActivation gives for x.
+template <typename Fn>
+void WithActivationOp(const FusedActivation& activation, Fn&& fn) {
+  switch (activation.kind) {
+    case FusedActivationKind::kNone: return;
+    case FusedActivationKind::kRelu: return fn(ReluOp{});
+    case FusedActivationKind::kLeakyRelu: return fn(LeakyReluOp{activation.alpha});
+    case FusedActivationKind::kClip:
+      return fn([lo = activation.alpha, hi = activation.beta](auto x) {
+        using C = decltype(x);
+        return ClipOp{}(x, static_cast<C>(lo), static_cast<C>(hi));
+      });
+  }
+}
+
 // Appends the activation as an eltwise post-op (nothing for kNone).
 void AppendActivationPostOp(const FusedActivation& activation, dnnl::post_ops& ops);
 
 // Applies the activation in place to every element of a float32, float64, float16 or
 // bfloat16 tensor.
 void ApplyActivation(const FusedActivation& activation, Tensor& out, ThreadPool& threads);
-// The same for out's elements [begin, end), on the calling thread.
-void ApplyActivationRange(const FusedActivation& activation, Tensor& out, int64_t begin, int64_t end);
 
 // Rounds float32 values once into `out` (float32, float16 or bfloat16) and applies the
 // activation to the rounded values, block by block while they are in cache.

@@ -13,7 +13,6 @@
 #include <type_traits>
 #include <vector>
 
-#include "ops/common/elementwise_math.h"
 #include "ops/common/float_compute.h"
 #include "ops/common/fused_activation.h"
 #include "ops/normalization/lane_sums.h"
@@ -98,13 +97,14 @@ Status RunBatchNorm(KernelContext& context, const Tensor& x, bool training, Tens
           StoreBlockWithActivation(widened_out.data(), y, base, spatial, activation);
         } else {
           T* out = y.data<T>() + base;
-          if (activation.kind == FusedActivationKind::kRelu) {
-            // In the same loop: a second pass over the plane, even in cache, cost as much.
-            for (int64_t i = 0; i < spatial; ++i) out[i] = ReluOp{}((in[i] - m) * a + b);
-          } else {
+          // The activation in the same loop: a second pass over the plane, even in
+          // cache, cost as much as the separate node's pass.
+          if (activation.kind == FusedActivationKind::kNone) {
             for (int64_t i = 0; i < spatial; ++i) out[i] = (in[i] - m) * a + b;
-            ApplyActivationRange(activation, y, base, base + spatial);
           }
+          WithActivationOp(activation, [&](const auto& op) {
+            for (int64_t i = 0; i < spatial; ++i) out[i] = op((in[i] - m) * a + b);
+          });
         }
       }
     }

@@ -23,6 +23,7 @@ namespace {
 using testing::AddNode;
 using testing::Calls;
 using testing::FilledTensor;
+using testing::RunPlan;
 using testing::TensorValue;
 
 const Shape kShape{4, 3, 5, 7};
@@ -78,18 +79,6 @@ onnx::ModelProto BatchNormThen(const std::string& activation, DType dtype, bool 
   return model;
 }
 
-RunResult RunPlan(const onnx::ModelProto& model, bool fuse, const Tensor& x) {
-  ExecutorOptions options;
-  options.num_threads = 2;
-  options.fuse_activations = fuse;
-  Expected<std::unique_ptr<Executor>> executor = Executor::Create(onnx::ModelProto(model), options);
-  EXPECT_TRUE(executor.ok()) << executor.status().message();
-  if (!executor.ok()) return {};
-  Expected<RunResult> result = (*executor)->Run({{"x", x}});
-  EXPECT_TRUE(result.ok()) << result.status().message();
-  return result.ok() ? std::move(result).value() : RunResult();
-}
-
 TEST(BatchNormActivationTest, FusedStepGivesTheTwoStepsBits) {
   std::mt19937 gen(5);
   std::uniform_real_distribution<double> uniform(-2.0, 2.0);
@@ -106,8 +95,8 @@ TEST(BatchNormActivationTest, FusedStepGivesTheTwoStepsBits) {
       for (const std::string activation : {"Relu", "LeakyRelu", "Clip"}) {
         const std::string label = std::string(DTypeName(dtype)) + (training ? " training " : " inference ") + activation;
         const onnx::ModelProto model = BatchNormThen(activation, dtype, training);
-        const RunResult fused = RunPlan(model, true, x);
-        const RunResult apart = RunPlan(model, false, x);
+        const RunResult fused = RunPlan(model, true, {{"x", x}});
+        const RunResult apart = RunPlan(model, false, {{"x", x}});
         ASSERT_EQ(fused.outputs.size(), apart.outputs.size()) << label;
         // Clip's bounds fold as float32 scalars: a float64 Clip stays a step of its own.
         const bool folds = !(dtype == DType::kFloat64 && activation == "Clip");

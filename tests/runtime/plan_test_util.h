@@ -91,6 +91,12 @@ inline RunResult RunOk(Executor& executor, const std::map<std::string, Tensor>& 
   return result.ok() ? std::move(result).value() : RunResult();
 }
 
+// One run of `model` on a fresh executor, with or without the plan's rewrites.
+inline RunResult RunPlan(const onnx::ModelProto& model, bool rewrite, const std::map<std::string, Tensor>& feeds) {
+  std::unique_ptr<Executor> executor = Make(model, rewrite);
+  return executor ? RunOk(*executor, feeds) : RunResult();
+}
+
 inline int64_t Calls(const RunResult& result, const std::string& label) {
   auto it = result.stats.op_times.find(label);
   return it == result.stats.op_times.end() ? 0 : it->second.calls;

@@ -27,6 +27,7 @@ namespace {
 using testing::AddNode;
 using testing::Calls;
 using testing::FilledTensor;
+using testing::RunPlan;
 using testing::TensorValue;
 
 struct PoolCase {
@@ -87,18 +88,6 @@ std::map<std::string, Tensor> Feeds(const PoolCase& c, DType dtype, uint32_t see
   return {{"dp", FilledTensor(dtype, PooledShape(c), dp)}, {"y", FilledTensor(dtype, c.y, y)}};
 }
 
-RunResult RunPlan(const PoolCase& c, DType dtype, bool fuse, const std::map<std::string, Tensor>& feeds) {
-  ExecutorOptions options;
-  options.num_threads = 2;
-  options.fuse_activations = fuse;
-  Expected<std::unique_ptr<Executor>> executor = Executor::Create(PoolThenReluGrad(c, dtype), options);
-  EXPECT_TRUE(executor.ok()) << executor.status().message();
-  if (!executor.ok()) return {};
-  Expected<RunResult> result = (*executor)->Run(feeds);
-  EXPECT_TRUE(result.ok()) << result.status().message();
-  return result.ok() ? std::move(result).value() : RunResult();
-}
-
 const PoolCase kCases[] = {
     // 2x2 stride 2 tiling the plane: rows ending inside, at and past 32 columns.
     {{2, 3, 28, 28}, {2, 2}, {2, 2}, {0, 0, 0, 0}},
@@ -115,8 +104,8 @@ void ExpectFusedMatchesTwoSteps(DType dtype) {
   for (const PoolCase& c : kCases) {
     const std::string label = std::string(DTypeName(dtype)) + " Y" + ShapeToString(c.y);
     const std::map<std::string, Tensor> feeds = Feeds(c, dtype, ++seed);
-    const RunResult fused = RunPlan(c, dtype, true, feeds);
-    const RunResult apart = RunPlan(c, dtype, false, feeds);
+    const RunResult fused = RunPlan(PoolThenReluGrad(c, dtype), true, feeds);
+    const RunResult apart = RunPlan(PoolThenReluGrad(c, dtype), false, feeds);
     ASSERT_EQ(fused.outputs.size(), 1u) << label;
     ASSERT_EQ(apart.outputs.size(), 1u) << label;
     EXPECT_EQ(Calls(fused, "MaxPoolGrad+ReluGrad"), 1) << label;
@@ -149,8 +138,8 @@ TEST(ReluGradFusionTest, Float16SumPastTheRangeGivesTheTwoStepsNaN) {
   const std::vector<double> dp(static_cast<size_t>(NumElements(PooledShape(c))), 30000.0);
   const std::map<std::string, Tensor> feeds{{"dp", FilledTensor(DType::kFloat16, PooledShape(c), dp)},
                                             {"y", FilledTensor(DType::kFloat16, c.y, y)}};
-  const RunResult fused = RunPlan(c, DType::kFloat16, true, feeds);
-  const RunResult apart = RunPlan(c, DType::kFloat16, false, feeds);
+  const RunResult fused = RunPlan(PoolThenReluGrad(c, DType::kFloat16), true, feeds);
+  const RunResult apart = RunPlan(PoolThenReluGrad(c, DType::kFloat16), false, feeds);
   ASSERT_EQ(fused.outputs.size(), 1u);
   ASSERT_EQ(apart.outputs.size(), 1u);
   EXPECT_EQ(Calls(fused, "MaxPoolGrad+ReluGrad"), 1);
@@ -164,14 +153,9 @@ TEST(ReluGradFusionTest, ObservedPoolGradientIsNotFolded) {
   const PoolCase& c = kCases[0];
   onnx::ModelProto model = PoolThenReluGrad(c, DType::kFloat32);
   *model.mutable_graph()->add_output() = TensorValue("dy", DType::kFloat32, c.y);
-  ExecutorOptions options;
-  options.num_threads = 2;
-  Expected<std::unique_ptr<Executor>> executor = Executor::Create(std::move(model), options);
-  ASSERT_TRUE(executor.ok()) << executor.status().message();
-  Expected<RunResult> result = (*executor)->Run(Feeds(c, DType::kFloat32, 3));
-  ASSERT_TRUE(result.ok()) << result.status().message();
-  EXPECT_EQ(Calls(*result, "MaxPoolGrad"), 1);
-  EXPECT_EQ(Calls(*result, "ReluGrad"), 1);
+  const RunResult result = RunPlan(model, true, Feeds(c, DType::kFloat32, 3));
+  EXPECT_EQ(Calls(result, "MaxPoolGrad"), 1);
+  EXPECT_EQ(Calls(result, "ReluGrad"), 1);
 }
 
 }  // namespace
