@@ -15,6 +15,7 @@
 #include "ops/common/fused_activation.h"
 #include "ops/common/onednn_utils.h"
 #include "ops/conv/conv_kernels.h"
+#include "ops/conv/few_pixels_conv.h"
 #include "ops/conv/window_geometry.h"
 #include "runtime/exec/thread_pool.h"
 
@@ -251,6 +252,12 @@ Status ConvCpu(KernelContext& context) {
                                                        std::string(DTypeName(addend->dtype())) +
                                                        ShapeToString(addend->shape()) + ", the output " +
                                                        std::string(DTypeName(dtype)) + ShapeToString(y_shape));
+  }
+  FewPixelsConv few_pixels{x, w, {}, addend, y, layouts.x, layouts.y, layouts.addend, s.group, &s.window};
+  if (TakesFewPixels(context, few_pixels)) {
+    if (b != nullptr) few_pixels.bias = ToFloat32(*b);
+    const Status status = RunFewPixelsConv(context, few_pixels, activation);
+    return status.ok() ? status : context.Error(status.code(), status.message());
   }
   if (dtype == DType::kFloat64) {
     if (layouts.x || layouts.y || layouts.addend) {
