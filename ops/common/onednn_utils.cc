@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ops/common/converting_relayout.h"
 #include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp::dnn {
@@ -27,6 +28,17 @@ const dnnl::engine& CpuEngine() {
 dnnl::stream& ThreadStream() {
   thread_local dnnl::stream stream(CpuEngine());
   return stream;
+}
+
+dnnl::memory::data_type DataType(DType dtype) {
+  if (dtype == DType::kBFloat16) return dnnl::memory::data_type::bf16;
+  return dtype == DType::kFloat16 ? dnnl::memory::data_type::f16 : dnnl::memory::data_type::f32;
+}
+
+dnnl::memory::desc WithDataType(const dnnl::memory::desc& md, dnnl::memory::data_type type) {
+  dnnl::memory::desc copy = md;
+  copy.data.data_type = static_cast<dnnl_data_type_t>(type);
+  return copy;
 }
 
 dnnl::memory::desc PlainDesc(const dnnl::memory::dims& dims, dnnl::memory::data_type type) {
@@ -84,14 +96,17 @@ bool IsOptimized(const dnnl::primitive_desc_base& primitive_desc) {
 
 void AddRelayout(Primitive& primitive, int arg, bool output, const dnnl::memory::desc& plain,
                  const dnnl::memory::desc& inner) {
-  if (plain == inner) return;
-  const dnnl::engine& engine = CpuEngine();
-  dnnl::primitive_attr attr;
-  PrepareAttr(attr);
-  const dnnl::reorder::primitive_desc pd = output ? dnnl::reorder::primitive_desc(engine, inner, engine, plain, attr)
-                                                  : dnnl::reorder::primitive_desc(engine, plain, engine, inner, attr);
-  primitive.scratchpad_bytes = std::max(primitive.scratchpad_bytes, pd.scratchpad_desc().get_size());
-  primitive.relayouts.push_back(Relayout{arg, output, plain, inner, dnnl::reorder(pd)});
+  Relayout relayout{arg, output, plain, inner, std::nullopt};
+  if (plain != inner) {
+    const dnnl::engine& engine = CpuEngine();
+    dnnl::primitive_attr attr;
+    PrepareAttr(attr);
+    const dnnl::reorder::primitive_desc pd = output ? dnnl::reorder::primitive_desc(engine, inner, engine, plain, attr)
+                                                    : dnnl::reorder::primitive_desc(engine, plain, engine, inner, attr);
+    primitive.scratchpad_bytes = std::max(primitive.scratchpad_bytes, pd.scratchpad_desc().get_size());
+    relayout.reorder = dnnl::reorder(pd);
+  }
+  primitive.relayouts.push_back(std::move(relayout));
 }
 
 void SetInitialOutput(Primitive& primitive, int arg, const dnnl::memory::desc& source, const dnnl::memory::desc& inner) {
@@ -124,23 +139,49 @@ Status Execute(const Primitive& primitive,
     }
     dnnl::stream& stream = ThreadStream();
     const RuntimeThreadsScope scope(primitive.threads);
-    // Arguments passed in their plain layout move into the primitive's own one.
+    // Arguments passed in their plain layout (or its low-precision twin) move into the
+    // primitive's own one.
     if (relayout_buffers.size() < primitive.relayouts.size()) relayout_buffers.resize(primitive.relayouts.size());
     std::vector<std::pair<const Relayout*, dnnl::memory>> outputs;
     auto run_reorder = [&](const Relayout& relayout, const dnnl::memory& from, const dnnl::memory& to) {
       std::unordered_map<int, dnnl::memory> reorder_args{{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
       if (scratch) reorder_args.emplace(DNNL_ARG_SCRATCHPAD, scratch);
-      relayout.reorder.execute(stream, reorder_args);
+      relayout.reorder->execute(stream, reorder_args);
+    };
+    // Between a low-precision argument and the primitive's float32 one: in one pass where
+    // converting_relayout.h can, else converted in the plain layout and reordered.
+    auto convert = [&](const Relayout& relayout, const dnnl::memory& from, const dnnl::memory& to) {
+      const dnnl::memory::desc from_md = from.get_desc(), to_md = to.get_desc();
+      if (ConvertsBetween(from_md, to_md)) {
+        ConvertBetween(from_md, from.get_data_handle(), to_md, to.get_data_handle(), primitive.threads);
+        return;
+      }
+      thread_local std::vector<char> wide;
+      if (wide.size() < relayout.plain_md.get_size()) wide.resize(relayout.plain_md.get_size());
+      const dnnl::memory plain(relayout.plain_md, engine, wide.data());
+      if (relayout.output) {
+        run_reorder(relayout, from, plain);
+        ConvertBetween(relayout.plain_md, wide.data(), to_md, to.get_data_handle(), primitive.threads);
+      } else {
+        ConvertBetween(from_md, from.get_data_handle(), relayout.plain_md, wide.data(), primitive.threads);
+        run_reorder(relayout, plain, to);
+      }
     };
     for (size_t i = 0; i < primitive.relayouts.size(); ++i) {
       const Relayout& relayout = primitive.relayouts[i];
       auto it = memories.find(relayout.arg);
-      if (it == memories.end() || it->second.get_desc() != relayout.plain_md) continue;
+      if (it == memories.end()) continue;
+      const dnnl::memory::desc given = it->second.get_desc();
+      const bool converting = given != relayout.plain_md && WithDataType(given, dnnl::memory::data_type::f32) ==
+                                                                 relayout.plain_md;
+      if (!converting && (given != relayout.plain_md || !relayout.reorder)) continue;
       std::vector<char>& buffer = relayout_buffers[i];
       if (buffer.size() < relayout.inner_md.get_size()) buffer.resize(relayout.inner_md.get_size());
       dnnl::memory inner(relayout.inner_md, engine, buffer.data());
       if (relayout.output) {
         outputs.emplace_back(&relayout, it->second);
+      } else if (converting) {
+        convert(relayout, it->second, inner);
       } else {
         run_reorder(relayout, it->second, inner);
       }
@@ -159,7 +200,11 @@ Status Execute(const Primitive& primitive,
     }
     primitive.primitive.execute(stream, memories);
     for (const auto& [relayout, plain] : outputs) {
-      run_reorder(*relayout, memories.at(relayout->arg), plain);
+      if (plain.get_desc() == relayout->plain_md) {
+        run_reorder(*relayout, memories.at(relayout->arg), plain);
+      } else {
+        convert(*relayout, memories.at(relayout->arg), plain);
+      }
     }
     stream.wait();
   } catch (const dnnl::error& e) {

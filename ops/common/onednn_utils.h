@@ -15,6 +15,7 @@
 
 #include <dnnl.hpp>
 
+#include "runtime/core/dtype.h"
 #include "runtime/core/status.h"
 #include "runtime/exec/kernel.h"
 
@@ -23,6 +24,12 @@ namespace onnx_amp::dnn {
 const dnnl::engine& CpuEngine();
 // oneDNN streams are not thread-safe; each calling thread gets its own.
 dnnl::stream& ThreadStream();
+
+// oneDNN's type of a float32, float16 or bfloat16 tensor.
+dnnl::memory::data_type DataType(DType dtype);
+
+// `md` with its data type replaced (the same dims and element order).
+dnnl::memory::desc WithDataType(const dnnl::memory::desc& md, dnnl::memory::data_type type);
 
 // A dense row-major descriptor.
 dnnl::memory::desc PlainDesc(const dnnl::memory::dims& dims, dnnl::memory::data_type type);
@@ -33,12 +40,16 @@ dnnl::memory::desc ActivationDesc(const dnnl::memory::dims& dims, dnnl::memory::
 // An argument a primitive takes in a layout of its own choosing (format_tag::any, for
 // instance the channel-blocked layouts of oneDNN's direct convolutions) while callers
 // pass it dense row-major: Execute reorders it through a per-thread buffer before the
-// primitive runs (an input) or after it (an output).
+// primitive runs (an input) or after it (an output). A caller may also pass a float32
+// argument as float16/bfloat16 in the same order: Execute then widens it into the
+// primitive's layout (or rounds the primitive's float32 output into it), in one pass
+// where converting_relayout.h can (converting and relayout in one step).
 struct Relayout {
   int arg = 0;
   bool output = false;
   dnnl::memory::desc plain_md, inner_md;
-  dnnl::reorder reorder;  // plain -> inner for an input, inner -> plain for an output
+  std::optional<dnnl::reorder> reorder;  // plain -> inner for an input, inner -> plain for an
+                                         // output; none when the two layouts are the same
 };
 
 // The starting contents of an output the primitive accumulates into (a sum post-op): a
@@ -63,7 +74,7 @@ struct Primitive {
 };
 
 // Records that `primitive` takes argument `arg` as `inner` while callers pass `plain`
-// (nothing when the two are the same layout).
+// (or its float16/bfloat16 twin).
 void AddRelayout(Primitive& primitive, int arg, bool output, const dnnl::memory::desc& plain,
                  const dnnl::memory::desc& inner);
 
@@ -134,7 +145,8 @@ bool IsOptimized(const dnnl::primitive_desc_base& primitive_desc);
 
 // Runs the primitive on this thread's stream with this thread's scratchpad and waits.
 // Memory objects are created here from (descriptor, pointer) pairs; an argument given
-// in its Relayout's plain layout goes through that reorder. `initial` is the data of the
+// in its Relayout's plain layout goes through that reorder, one given as its
+// float16/bfloat16 twin through the conversion. `initial` is the data of the
 // primitive's InitialOutput, when it has one; `initial` at the very address the primitive
 // writes that output to is taken to hold it already (the caller computes in place over
 // it, in that layout), and is not copied.

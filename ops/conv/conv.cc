@@ -8,6 +8,8 @@
 // (KernelContext::fused_addend) is added by a sum post-op before the activation, which
 // runs as fused_activation.h says. X, Y and the residual may be stored channels-last
 // (runtime/executor/plan_layouts.h): oneDNN then reads and writes them as they are.
+// 2-D convolutions with at most 16 output pixels and constant weights run on the
+// few-pixels kernel instead (few_pixels_conv.h): they are bound by reading the weights.
 #include <string>
 
 #include "ops/common/bf16_kernel_choice.h"
@@ -36,11 +38,6 @@ std::string ConvKey(const ConvShape& s, dt operand_type, bool has_bias) {
          dnn::DimsKey(g.in) + "/" + dnn::DimsKey(g.kernel) + "/" + dnn::DimsKey(g.strides) + "/" +
          dnn::DimsKey(g.dilations) + "/" + dnn::DimsKey(g.pads_begin) + "/" + dnn::DimsKey(g.pads_end) +
          (has_bias ? "/bias" : "");
-}
-
-dt DnnlType(DType dtype) {
-  if (dtype == DType::kBFloat16) return dt::bf16;
-  return dtype == DType::kFloat16 ? dt::f16 : dt::f32;
 }
 
 // Input channels per group up to which oneDNN's direct JIT convolution outruns its
@@ -85,10 +82,13 @@ struct ConvLayouts {
 };
 
 // Runs the convolution with `post_op`; bias (float32) and addend (Y's shape, any float
-// dtype but float64: a sum post-op before the activation) may be null. Unsupported when
+// dtype but float64: a sum post-op before the activation) may be null. X is passed as
+// `x_type` and Y as `y_type`: the operand type and float32, or float16/bfloat16 that
+// Execute widens into (rounds out of) a float32 primitive's layouts. Unsupported when
 // bfloat16 has no optimised implementation here.
-Status RunDnnlConv(const ConvShape& s, dt operand_type, const void* x, const dnn::WeightsSource& w, const float* bias,
-                   const Tensor* addend, const FusedActivation& post_op, const ConvLayouts& layouts, float* y) {
+Status RunDnnlConv(const ConvShape& s, dt operand_type, const void* x, dt x_type, const dnn::WeightsSource& w,
+                   const float* bias, const Tensor* addend, const FusedActivation& post_op, const ConvLayouts& layouts,
+                   void* y, dt y_type) {
   const WindowGeometry& g = s.window;
   dnnl::memory::dims x_dims{s.batch, s.in_channels}, y_dims{s.batch, s.out_channels}, w_dims;
   if (s.group > 1) w_dims = {s.group, s.out_channels / s.group, s.in_channels / s.group};
@@ -152,7 +152,7 @@ Status RunDnnlConv(const ConvShape& s, dt operand_type, const void* x, const dnn
     dnn::AddRelayout(primitive, DNNL_ARG_WEIGHTS, false, w_md, pd.weights_desc());
     dnn::AddRelayout(primitive, DNNL_ARG_DST, true, y_md, pd.dst_desc());
     if (addend != nullptr) {
-      dnn::SetInitialOutput(primitive, DNNL_ARG_DST, dnn::ActivationDesc(y_dims, DnnlType(addend->dtype()), layouts.addend),
+      dnn::SetInitialOutput(primitive, DNNL_ARG_DST, dnn::ActivationDesc(y_dims, dnn::DataType(addend->dtype()), layouts.addend),
                             pd.dst_desc());
     }
     return std::optional<dnn::Primitive>(std::move(primitive));
@@ -160,7 +160,9 @@ Status RunDnnlConv(const ConvShape& s, dt operand_type, const void* x, const dnn
   if (!primitive) return Unsupported("no optimised oneDNN convolution for these operands");
   ONNX_AMP_ASSIGN_OR_RETURN(const auto weights, dnn::ResolveWeights(*primitive, key, w_md, w));
   std::unordered_map<int, std::pair<dnnl::memory::desc, const void*>> args{
-      {DNNL_ARG_SRC, {x_md, x}}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, {y_md, y}}};
+      {DNNL_ARG_SRC, {dnn::WithDataType(x_md, x_type), x}},
+      {DNNL_ARG_WEIGHTS, weights},
+      {DNNL_ARG_DST, {dnn::WithDataType(y_md, y_type), y}}};
   if (bias != nullptr) args.emplace(DNNL_ARG_BIAS, std::make_pair(b_md, bias));
   return dnn::Execute(*primitive, args, addend ? addend->raw_data() : nullptr);
 }
@@ -277,36 +279,50 @@ Status ConvCpu(KernelContext& context) {
   const dnn::WeightsSource w_source{[w_data] { return w_data; }, packed, w_data};
   if (dtype == DType::kFloat32) {
     const FusedActivation post_op = ExactPostOp(activation);
-    Status status = RunDnnlConv(s, dt::f32, x->raw_data(), w_source, bias_data, addend, post_op, layouts, y->data<float>());
+    Status status = RunDnnlConv(s, dt::f32, x->raw_data(), dt::f32, w_source, bias_data, addend, post_op, layouts,
+                                y->data<float>(), dt::f32);
     if (!status.ok()) return context.Error(status.code(), status.message());
     if (post_op.kind == FusedActivationKind::kNone) ApplyActivation(activation, *y, context.threads());
     return Status::Ok();
   }
-  // Pooled work tensors: a fresh vector of an activation's size is fresh pages, zeroed
-  // by the kernel on first touch, on every call.
+  if (dtype == DType::kBFloat16) {
+    // Pooled work tensors: a fresh vector of an activation's size is fresh pages, zeroed
+    // by the kernel on first touch, on every call.
+    ONNX_AMP_ASSIGN_OR_RETURN(Tensor y_wide, context.ScratchFloat32(y->num_elements()));
+    float* y_f32 = y_wide.data<float>();
+    const Status status = RunDnnlConv(s, dt::bf16, x->raw_data(), dt::bf16, w_source, bias_data, addend,
+                                      FusedActivation{}, layouts, y_f32, dt::f32);
+    if (status.ok()) {
+      StoreWithActivation(y_f32, *y, activation, context.threads());
+      return Status::Ok();
+    }
+    if (status.code() != ErrorCode::kUnsupported) return context.Error(status.code(), status.message());
+  }
+  // Widening to float32 is exact: the same products, accumulated in float32. Packed
+  // weights are widened once, on the run that packs them. Execute widens X into the
+  // primitive's layout and rounds Y out of it, one pass each; the activation then runs
+  // on the rounded Y, as StoreWithActivation would apply it.
+  std::vector<float> w_f32;
+  dnn::WeightsSource widened = w_source;
+  widened.plain = [&] {
+    w_f32 = ToFloat32(*w);
+    return static_cast<const void*>(w_f32.data());
+  };
+  if (addend == nullptr) {
+    const dt io_type = dnn::DataType(dtype);
+    const Status status = RunDnnlConv(s, dt::f32, x->raw_data(), io_type, widened, bias_data, nullptr,
+                                      FusedActivation{}, layouts, y->raw_data(), io_type);
+    if (!status.ok()) return context.Error(status.code(), status.message());
+    ApplyActivation(activation, *y, context.threads());
+    return Status::Ok();
+  }
+  // The residual is widened here too: oneDNN's own float16 -> float32 reorder runs one
+  // element at a time (a ResNet-18 residual convolution took 4x its float32 time).
+  ONNX_AMP_ASSIGN_OR_RETURN(const std::vector<Tensor> wide, Float32Copies(context, {x, addend}));
   ONNX_AMP_ASSIGN_OR_RETURN(Tensor y_wide, context.ScratchFloat32(y->num_elements()));
   float* y_f32 = y_wide.data<float>();
-  Status status = Unsupported("float16 runs on float32 operands");
-  if (dtype == DType::kBFloat16) {
-    status = RunDnnlConv(s, dt::bf16, x->raw_data(), w_source, bias_data, addend, FusedActivation{}, layouts, y_f32);
-  }
-  if (status.code() == ErrorCode::kUnsupported) {
-    // Widening to float32 is exact: the same products, accumulated in float32. Packed
-    // weights are widened once, on the run that packs them. The residual is widened here
-    // too: oneDNN's own float16 -> float32 reorder runs one element at a time (a
-    // ResNet-18 residual convolution took 4x its float32 time).
-    ONNX_AMP_ASSIGN_OR_RETURN(const std::vector<Tensor> wide,
-                              Float32Copies(context, addend != nullptr ? std::vector<const Tensor*>{x, addend}
-                                                                       : std::vector<const Tensor*>{x}));
-    std::vector<float> w_f32;
-    dnn::WeightsSource widened = w_source;
-    widened.plain = [&] {
-      w_f32 = ToFloat32(*w);
-      return static_cast<const void*>(w_f32.data());
-    };
-    status = RunDnnlConv(s, dt::f32, wide[0].data<float>(), widened, bias_data, addend ? &wide[1] : nullptr,
-                         FusedActivation{}, layouts, y_f32);
-  }
+  const Status status = RunDnnlConv(s, dt::f32, wide[0].data<float>(), dt::f32, widened, bias_data, &wide[1],
+                                    FusedActivation{}, layouts, y_f32, dt::f32);
   if (!status.ok()) return context.Error(status.code(), status.message());
   StoreWithActivation(y_f32, *y, activation, context.threads());
   return Status::Ok();

@@ -7,6 +7,7 @@
 // float32. Each gradient is computed in
 // float32 and rounded once to the dtype of dY.
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "ops/common/bf16_kernel_choice.h"
@@ -27,7 +28,10 @@ struct ConvProblem {
   dnnl::memory::dims x_dims, w_dims, y_dims, strides, dilations, pad_l, pad_r;
   double multiply_adds = 1.0;
   std::string key;
-  dt operand = dt::f32;  // the type of dY, X and W; gradients are float32
+  dt operand = dt::f32;  // the primitives' type of dY, X and W; gradients are float32
+  // The types dY and X are passed in: the operand type, or float16/bfloat16 that
+  // Execute widens into the primitives' float32 layouts in one pass.
+  dt dy_type = dt::f32, x_type = dt::f32;
 
   std::string Key(const char* direction) const {
     return std::string(direction) + "/" + std::to_string(static_cast<int>(operand)) + "/" + key;
@@ -72,9 +76,9 @@ dnnl::convolution_forward::primitive_desc ForwardHint(const ConvProblem& p) {
   return dnnl::convolution_forward::primitive_desc(desc, dnn::CpuEngine());
 }
 
-// dX = the transposed convolution of dY with W. Unsupported for bfloat16 operands
-// without an optimised kernel.
-Status BackwardData(const ConvProblem& p, const void* dy, const void* w, float* dx) {
+// dX = the transposed convolution of dY with W, stored as `dx_type` (float32, or rounded
+// by Execute). Unsupported for bfloat16 operands without an optimised kernel.
+Status BackwardData(const ConvProblem& p, const void* dy, const void* w, void* dx, dt dx_type) {
   const auto x_md = dnn::PlainDesc(p.x_dims, dt::f32);
   const auto w_md = dnn::PlainDesc(p.w_dims, p.operand);
   const auto y_md = dnn::PlainDesc(p.y_dims, p.operand);
@@ -93,8 +97,9 @@ Status BackwardData(const ConvProblem& p, const void* dy, const void* w, float* 
     return std::optional<dnn::Primitive>(std::move(primitive));
   }));
   if (!primitive) return Unsupported("no optimised oneDNN backward-data convolution for these operands");
-  return dnn::Execute(*primitive, {{DNNL_ARG_DIFF_DST, {y_md, dy}}, {DNNL_ARG_WEIGHTS, {w_md, w}},
-                                   {DNNL_ARG_DIFF_SRC, {x_md, dx}}});
+  return dnn::Execute(*primitive, {{DNNL_ARG_DIFF_DST, {dnn::PlainDesc(p.y_dims, p.dy_type), dy}},
+                                   {DNNL_ARG_WEIGHTS, {w_md, w}},
+                                   {DNNL_ARG_DIFF_SRC, {dnn::PlainDesc(p.x_dims, dx_type), dx}}});
 }
 
 // dW = the correlation of X with dY, dB = dY summed over the batch and space.
@@ -120,7 +125,8 @@ Status BackwardWeights(const ConvProblem& p, const void* dy, const void* x, floa
     return std::optional<dnn::Primitive>(std::move(primitive));
   }));
   if (!primitive) return Unsupported("no optimised oneDNN backward-weights convolution for these operands");
-  return dnn::Execute(*primitive, {{DNNL_ARG_DIFF_DST, {y_md, dy}}, {DNNL_ARG_SRC, {x_md, x}},
+  return dnn::Execute(*primitive, {{DNNL_ARG_DIFF_DST, {dnn::PlainDesc(p.y_dims, p.dy_type), dy}},
+                                   {DNNL_ARG_SRC, {dnn::PlainDesc(p.x_dims, p.x_type), x}},
                                    {DNNL_ARG_DIFF_WEIGHTS, {w_md, dw}}, {DNNL_ARG_DIFF_BIAS, {b_md, db}}});
 }
 
@@ -150,8 +156,10 @@ struct GradientBuffer {
   int64_t size = 0;
 };
 
+// Without `float32_copy` a wanted low-precision output gets no float32 buffer (data
+// stays null): the caller has it written directly.
 Expected<GradientBuffer> GradientOutput(KernelContext& context, int index, DType dtype, const Shape& shape,
-                                        bool needed) {
+                                        bool needed, bool float32_copy = true) {
   GradientBuffer buffer;
   if (!needed) return buffer;
   buffer.size = NumElements(shape);
@@ -161,6 +169,7 @@ Expected<GradientBuffer> GradientOutput(KernelContext& context, int index, DType
       buffer.data = buffer.out->data<float>();
       return buffer;
     }
+    if (!float32_copy) return buffer;
   }
   ONNX_AMP_ASSIGN_OR_RETURN(buffer.scratch, context.ScratchFloat32(buffer.size));
   buffer.data = buffer.scratch.data<float>();
@@ -206,26 +215,32 @@ Status ConvGradKernel(KernelContext& context) {
   const DType dtype = dy->dtype();
   const bool want_dx = Wanted(context, 0), want_dw = Wanted(context, 1) || Wanted(context, 2);
   if (!want_dx && !want_dw) return Status::Ok();
-  ONNX_AMP_ASSIGN_OR_RETURN(GradientBuffer dx, GradientOutput(context, 0, dtype, x->shape(), want_dx));
+  ConvProblem problem = DescribeProblem(n, channels, maps, group, g);
+  double weight_elements = 1.0;
+  for (const dnnl::memory::dim extent : problem.w_dims) weight_elements *= static_cast<double>(extent);
+  const bool native = dtype == DType::kBFloat16 && NativeBf16Pays(problem.multiply_adds, weight_elements);
+  // Off the native path Execute rounds dX into its low-precision output directly.
+  ONNX_AMP_ASSIGN_OR_RETURN(GradientBuffer dx, GradientOutput(context, 0, dtype, x->shape(), want_dx, native));
   ONNX_AMP_ASSIGN_OR_RETURN(GradientBuffer dw, GradientOutput(context, 1, dtype, w->shape(), want_dw));
   ONNX_AMP_ASSIGN_OR_RETURN(GradientBuffer db, GradientOutput(context, 2, dtype, {maps}, want_dw));
   if (x->num_elements() == 0 || dy->num_elements() == 0) {
     // Nothing flows back: every gradient is zero.
     for (GradientBuffer* buffer : {&dx, &dw, &db}) {
+      if (buffer->data == nullptr) {
+        if (buffer->out != nullptr) std::memset(buffer->out->raw_data(), 0, buffer->out->bytes());
+        continue;
+      }
       std::fill_n(buffer->data, buffer->size, 0.0f);
       Finish(context, *buffer);
     }
     return Status::Ok();
   }
-  ConvProblem problem = DescribeProblem(n, channels, maps, group, g);
-  double weight_elements = 1.0;
-  for (const dnnl::memory::dim extent : problem.w_dims) weight_elements *= static_cast<double>(extent);
-  if (dtype == DType::kBFloat16 && NativeBf16Pays(problem.multiply_adds, weight_elements)) {
+  if (native) {
     // bfloat16 operands run natively where the CPU has optimised kernels that pay: the
     // products are exact in float32 and accumulate in float32, as on widened operands.
-    problem.operand = dt::bf16;
+    problem.operand = problem.dy_type = problem.x_type = dt::bf16;
     Status status = Status::Ok();
-    if (want_dx) status = BackwardData(problem, dy->raw_data(), w->raw_data(), dx.data);
+    if (want_dx) status = BackwardData(problem, dy->raw_data(), w->raw_data(), dx.data, dt::f32);
     if (status.ok() && want_dw) status = BackwardWeights(problem, dy->raw_data(), x->raw_data(), dw.data, db.data);
     if (status.ok()) {
       for (GradientBuffer* buffer : {&dx, &dw, &db}) Finish(context, *buffer);
@@ -234,17 +249,23 @@ Status ConvGradKernel(KernelContext& context) {
     if (status.code() != ErrorCode::kUnsupported) return Report(context, status);
     problem.operand = dt::f32;
   }
-  // Widening to float32 is exact: the same products, accumulated in float32.
-  Tensor dy_wide, x_wide, w_wide;
-  ONNX_AMP_ASSIGN_OR_RETURN(const float* dy_data, Float32Data(context, *dy, dy_wide));
+  // Widening to float32 is exact: the same products, accumulated in float32. dY and X are
+  // widened (and dX rounded) by Execute on the way into (and out of) the primitives'
+  // layouts; W, small, is widened here.
+  problem.dy_type = dnn::DataType(dy->dtype());
+  problem.x_type = dnn::DataType(x->dtype());
   if (want_dx) {
+    Tensor w_wide;
     ONNX_AMP_ASSIGN_OR_RETURN(const float* w_data, Float32Data(context, *w, w_wide));
-    ONNX_AMP_RETURN_IF_ERROR(Report(context, BackwardData(problem, dy_data, w_data, dx.data)));
-    Finish(context, dx);
+    const bool direct = dx.out != nullptr && dtype != DType::kFloat32;
+    void* dx_data = direct ? dx.out->raw_data() : static_cast<void*>(dx.data);
+    ONNX_AMP_RETURN_IF_ERROR(
+        Report(context, BackwardData(problem, dy->raw_data(), w_data, dx_data, direct ? dnn::DataType(dtype) : dt::f32)));
+    if (!direct) Finish(context, dx);
   }
   if (want_dw) {
-    ONNX_AMP_ASSIGN_OR_RETURN(const float* x_data, Float32Data(context, *x, x_wide));
-    ONNX_AMP_RETURN_IF_ERROR(Report(context, BackwardWeights(problem, dy_data, x_data, dw.data, db.data)));
+    ONNX_AMP_RETURN_IF_ERROR(
+        Report(context, BackwardWeights(problem, dy->raw_data(), x->raw_data(), dw.data, db.data)));
     Finish(context, dw);
     Finish(context, db);
   }
