@@ -2,7 +2,8 @@
 // kernel (ops/conv/few_pixels_conv.h), which sums each output in float32 in (ky, kx,
 // in_channel) order. Checked bit for bit against that sum computed here one fused
 // multiply-add at a time, through a chain that reads and writes NCHW and channels-last
-// values, with a fused residual and Relu, strides, dilations and 1 x 1 kernels, in
+// values, with a fused residual and Relu, strides, dilations, 1 x 1 kernels and pads on
+// one side only, in
 // float32, float16 and bfloat16; and against oneDNN's path, which sums in another order.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
@@ -46,7 +47,8 @@ std::vector<float> Rounded(std::vector<float> values, DType dtype) {
 struct Conv2d {
   std::vector<float> w, bias;  // [out][in][k][k], [out]; values of the graph's dtype
   int64_t out = 0, in = 0, kernel = 1, stride = 1, pad = 0, dilation = 1;
-  int64_t OutSize(int64_t size) const { return (size + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1; }
+  int64_t pad_end = 0;  // after each spatial dim (`pad` before)
+  int64_t OutSize(int64_t size) const { return (size + pad + pad_end - dilation * (kernel - 1) - 1) / stride + 1; }
 };
 
 // ((sum + bias) + addend) per output, NCHW, the sum one fused multiply-add at a time in
@@ -91,8 +93,8 @@ std::vector<float> RoundedRelu(std::vector<float> values, DType dtype) {
 }
 
 Conv2d RandomConv(std::mt19937_64& rng, DType dtype, int64_t out, int64_t in, int64_t kernel, int64_t stride,
-                  int64_t pad, int64_t dilation) {
-  Conv2d c{{}, {}, out, in, kernel, stride, pad, dilation};
+                  int64_t pad, int64_t dilation, int64_t pad_end) {
+  Conv2d c{{}, {}, out, in, kernel, stride, pad, dilation, pad_end};
   const float bound = 1.0f / std::sqrt(static_cast<float>(in * kernel * kernel));
   c.w = Rounded(Uniform(rng, static_cast<size_t>(out * in * kernel * kernel), -bound, bound), dtype);
   c.bias = Rounded(Uniform(rng, static_cast<size_t>(out), -0.5f, 0.5f), dtype);
@@ -113,7 +115,7 @@ onnx::NodeProto* AddConv(onnx::GraphProto& graph, DType dtype, const Conv2d& c, 
   AddValues(graph, "b_" + out, dtype, {c.out}, c.bias);
   onnx::NodeProto* node = AddNode(graph, "Conv", {in, "w_" + out, "b_" + out}, {out}, out);
   SetIntsAttr(*node, "strides", {c.stride, c.stride});
-  SetIntsAttr(*node, "pads", {c.pad, c.pad, c.pad, c.pad});
+  SetIntsAttr(*node, "pads", {c.pad, c.pad, c.pad_end, c.pad_end});
   SetIntsAttr(*node, "dilations", {c.dilation, c.dilation});
   return node;
 }
@@ -129,15 +131,15 @@ struct Chain {
 };
 
 // x -> A (3 x 3) -> Relu -> h;  h -> C (1 x 1, stride s) -> c;  h -> B (3 x 3, stride s,
-// dilation d) -> Add(., c) -> Relu -> y;  y -> D (3 x 3) -> z. In a channels-last plan h,
+// dilation d) -> Add(., c) -> Relu -> y;  y -> D (2 x 2, padded before only) -> z. In a channels-last plan h,
 // c and y are stored channels-last (each is read by Convs only), so the kernel gathers
 // channels-last X, adds a channels-last residual and writes channels-last Y.
 Chain MakeChain(DType dtype, const Geometry& geometry, std::mt19937_64& rng) {
   const auto [batch, size, stride, dilation] = geometry;
-  const Conv2d a = RandomConv(rng, dtype, kWide, kInChannels, 3, 1, 1, 1);
-  const Conv2d c = RandomConv(rng, dtype, kWide, kWide, 1, stride, 0, 1);
-  const Conv2d b = RandomConv(rng, dtype, kWide, kWide, 3, stride, dilation, dilation);
-  const Conv2d d = RandomConv(rng, dtype, kOutChannels, kWide, 3, 1, 1, 1);
+  const Conv2d a = RandomConv(rng, dtype, kWide, kInChannels, 3, 1, 1, 1, 1);
+  const Conv2d c = RandomConv(rng, dtype, kWide, kWide, 1, stride, 0, 1, 0);
+  const Conv2d b = RandomConv(rng, dtype, kWide, kWide, 3, stride, dilation, dilation, dilation);
+  const Conv2d d = RandomConv(rng, dtype, kOutChannels, kWide, 2, 1, 1, 1, 0);  // pads only before
   const int64_t mid = b.OutSize(size);
   Chain chain;
   const std::vector<float> xv = Rounded(Uniform(rng, static_cast<size_t>(batch * kInChannels * size * size), -1, 1), dtype);
