@@ -3,8 +3,8 @@
 // in_channel) order. Checked bit for bit against that sum computed here one fused
 // multiply-add at a time, through a chain that reads and writes NCHW and channels-last
 // values, with a fused residual and Relu, strides, dilations, 1 x 1 kernels and pads on
-// one side only, in
-// float32, float16 and bfloat16; and against oneDNN's path, which sums in another order.
+// one side only, in float32, float16 and bfloat16; and against oneDNN's path, which sums
+// in another order.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
