@@ -7,6 +7,7 @@
 #include "ops/common/float32_buffers.h"
 #include "ops/common/fused_activation.h"
 #include "ops/common/onednn_utils.h"
+#include "runtime/core/convert.h"
 #include "runtime/exec/thread_pool.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -126,9 +127,10 @@ int64_t OutputIndex(const Extents& e, int64_t pixel, int64_t channel, bool chann
 
 bool FewPixelsConvSupported() {
 #if ONNX_AMP_FEW_PIXELS_X86
+  // The conversions' paths (runtime/core/convert.h) cover F16C and AVX-512 F + BW.
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  return ConvertPathSupported(ConvertPath::kAvx2F16c) && ConvertPathSupported(ConvertPath::kAvx512) &&
+         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma");
 #else
   return false;
 #endif
