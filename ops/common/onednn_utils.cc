@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <mutex>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "ops/common/converting_relayout.h"
@@ -118,9 +119,102 @@ void SetInitialOutput(Primitive& primitive, int arg, const dnnl::memory::desc& s
   primitive.initial_output = InitialOutput{arg, source, dnnl::reorder(pd)};
 }
 
+namespace {
+
+// The primitive's scratchpad on this thread (empty when it needs none).
+dnnl::memory ThreadScratchpad(const Primitive& primitive) {
+  thread_local std::vector<char> scratchpad;
+  if (primitive.scratchpad_bytes == 0) return dnnl::memory();
+  if (scratchpad.size() < primitive.scratchpad_bytes) scratchpad.resize(primitive.scratchpad_bytes);
+  const dnnl::memory::desc scratch_md({static_cast<dnnl::memory::dim>(primitive.scratchpad_bytes)},
+                                      dnnl::memory::data_type::u8, dnnl::memory::format_tag::a);
+  return dnnl::memory(scratch_md, CpuEngine(), scratchpad.data());
+}
+
+// Whether an argument given as `given` goes through `relayout` (a reorder, or a
+// conversion from or to its low-precision twin), and which.
+enum class Move { kNone, kReorder, kConvert };
+
+Move MoveFor(const Relayout& relayout, const dnnl::memory::desc& given) {
+  if (given == relayout.plain_md) return relayout.reorder ? Move::kReorder : Move::kNone;
+  return WithDataType(given, dnnl::memory::data_type::f32) == relayout.plain_md ? Move::kConvert : Move::kNone;
+}
+
+// Moves arguments between the callers' layouts and a primitive's own, on this thread's
+// stream with the primitive's scratchpad.
+class ArgumentMover {
+ public:
+  ArgumentMover(const Primitive& primitive, dnnl::stream& stream, dnnl::memory scratch)
+      : primitive_(primitive), stream_(stream), scratch_(std::move(scratch)) {}
+
+  void Reorder(const Relayout& relayout, const dnnl::memory& from, const dnnl::memory& to) const {
+    std::unordered_map<int, dnnl::memory> args{{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
+    if (scratch_) args.emplace(DNNL_ARG_SCRATCHPAD, scratch_);
+    relayout.reorder->execute(stream_, args);
+  }
+
+  // Between a low-precision argument and the primitive's float32 one: in one pass where
+  // converting_relayout.h can, else converted in the plain layout and reordered.
+  void Convert(const Relayout& relayout, const dnnl::memory& from, const dnnl::memory& to) const {
+    const dnnl::memory::desc from_md = from.get_desc(), to_md = to.get_desc();
+    if (ConvertsBetween(from_md, to_md)) {
+      ConvertBetween(from_md, from.get_data_handle(), to_md, to.get_data_handle(), primitive_.threads);
+      return;
+    }
+    thread_local std::vector<char> wide;
+    if (wide.size() < relayout.plain_md.get_size()) wide.resize(relayout.plain_md.get_size());
+    const dnnl::memory plain(relayout.plain_md, CpuEngine(), wide.data());
+    if (relayout.output) {
+      Reorder(relayout, from, plain);
+      ConvertBetween(relayout.plain_md, wide.data(), to_md, to.get_data_handle(), primitive_.threads);
+    } else {
+      ConvertBetween(from_md, from.get_data_handle(), relayout.plain_md, wide.data(), primitive_.threads);
+      Reorder(relayout, plain, to);
+    }
+  }
+
+  void Run(Move move, const Relayout& relayout, const dnnl::memory& from, const dnnl::memory& to) const {
+    if (move == Move::kConvert) {
+      Convert(relayout, from, to);
+    } else {
+      Reorder(relayout, from, to);
+    }
+  }
+
+ private:
+  const Primitive& primitive_;
+  dnnl::stream& stream_;
+  dnnl::memory scratch_;
+};
+
+}  // namespace
+
+const Relayout* InputRelayout(const Primitive& primitive, int arg, const dnnl::memory::desc& given) {
+  for (const Relayout& relayout : primitive.relayouts) {
+    if (relayout.arg == arg && !relayout.output && MoveFor(relayout, given) != Move::kNone) return &relayout;
+  }
+  return nullptr;
+}
+
+Status MoveInput(const Primitive& primitive, int arg, const dnnl::memory::desc& given, const void* data, void* inner) {
+  const Relayout* relayout = InputRelayout(primitive, arg, given);
+  if (relayout == nullptr) return InternalError("the argument needs no move into the primitive's layout");
+  try {
+    const dnnl::engine& engine = CpuEngine();
+    dnnl::stream& stream = ThreadStream();
+    const RuntimeThreadsScope scope(primitive.threads);
+    const ArgumentMover mover(primitive, stream, ThreadScratchpad(primitive));
+    mover.Run(MoveFor(*relayout, given), *relayout, dnnl::memory(given, engine, const_cast<void*>(data)),
+              dnnl::memory(relayout->inner_md, engine, inner));
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    return InternalError(std::string("oneDNN reorder failed: ") + e.what());
+  }
+  return Status::Ok();
+}
+
 Status Execute(const Primitive& primitive,
                const std::unordered_map<int, std::pair<dnnl::memory::desc, const void*>>& args, const void* initial) {
-  thread_local std::vector<char> scratchpad;
   thread_local std::vector<std::vector<char>> relayout_buffers;
   try {
     const dnnl::engine& engine = CpuEngine();
@@ -129,61 +223,28 @@ Status Execute(const Primitive& primitive,
       // oneDNN takes non-const handles; inputs are only read.
       memories.emplace(arg, dnnl::memory(memory.first, engine, const_cast<void*>(memory.second)));
     }
-    dnnl::memory scratch;
-    if (primitive.scratchpad_bytes > 0) {
-      if (scratchpad.size() < primitive.scratchpad_bytes) scratchpad.resize(primitive.scratchpad_bytes);
-      const dnnl::memory::desc scratch_md({static_cast<dnnl::memory::dim>(primitive.scratchpad_bytes)},
-                                          dnnl::memory::data_type::u8, dnnl::memory::format_tag::a);
-      scratch = dnnl::memory(scratch_md, engine, scratchpad.data());
-      memories.emplace(DNNL_ARG_SCRATCHPAD, scratch);
-    }
+    const dnnl::memory scratch = ThreadScratchpad(primitive);
+    if (scratch) memories.emplace(DNNL_ARG_SCRATCHPAD, scratch);
     dnnl::stream& stream = ThreadStream();
     const RuntimeThreadsScope scope(primitive.threads);
+    const ArgumentMover mover(primitive, stream, scratch);
     // Arguments passed in their plain layout (or its low-precision twin) move into the
     // primitive's own one.
     if (relayout_buffers.size() < primitive.relayouts.size()) relayout_buffers.resize(primitive.relayouts.size());
-    std::vector<std::pair<const Relayout*, dnnl::memory>> outputs;
-    auto run_reorder = [&](const Relayout& relayout, const dnnl::memory& from, const dnnl::memory& to) {
-      std::unordered_map<int, dnnl::memory> reorder_args{{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
-      if (scratch) reorder_args.emplace(DNNL_ARG_SCRATCHPAD, scratch);
-      relayout.reorder->execute(stream, reorder_args);
-    };
-    // Between a low-precision argument and the primitive's float32 one: in one pass where
-    // converting_relayout.h can, else converted in the plain layout and reordered.
-    auto convert = [&](const Relayout& relayout, const dnnl::memory& from, const dnnl::memory& to) {
-      const dnnl::memory::desc from_md = from.get_desc(), to_md = to.get_desc();
-      if (ConvertsBetween(from_md, to_md)) {
-        ConvertBetween(from_md, from.get_data_handle(), to_md, to.get_data_handle(), primitive.threads);
-        return;
-      }
-      thread_local std::vector<char> wide;
-      if (wide.size() < relayout.plain_md.get_size()) wide.resize(relayout.plain_md.get_size());
-      const dnnl::memory plain(relayout.plain_md, engine, wide.data());
-      if (relayout.output) {
-        run_reorder(relayout, from, plain);
-        ConvertBetween(relayout.plain_md, wide.data(), to_md, to.get_data_handle(), primitive.threads);
-      } else {
-        ConvertBetween(from_md, from.get_data_handle(), relayout.plain_md, wide.data(), primitive.threads);
-        run_reorder(relayout, plain, to);
-      }
-    };
+    std::vector<std::tuple<const Relayout*, Move, dnnl::memory>> outputs;
     for (size_t i = 0; i < primitive.relayouts.size(); ++i) {
       const Relayout& relayout = primitive.relayouts[i];
       auto it = memories.find(relayout.arg);
       if (it == memories.end()) continue;
-      const dnnl::memory::desc given = it->second.get_desc();
-      const bool converting = given != relayout.plain_md && WithDataType(given, dnnl::memory::data_type::f32) ==
-                                                                 relayout.plain_md;
-      if (!converting && (given != relayout.plain_md || !relayout.reorder)) continue;
+      const Move move = MoveFor(relayout, it->second.get_desc());
+      if (move == Move::kNone) continue;
       std::vector<char>& buffer = relayout_buffers[i];
       if (buffer.size() < relayout.inner_md.get_size()) buffer.resize(relayout.inner_md.get_size());
       dnnl::memory inner(relayout.inner_md, engine, buffer.data());
       if (relayout.output) {
-        outputs.emplace_back(&relayout, it->second);
-      } else if (converting) {
-        convert(relayout, it->second, inner);
+        outputs.emplace_back(&relayout, move, it->second);
       } else {
-        run_reorder(relayout, it->second, inner);
+        mover.Run(move, relayout, it->second, inner);
       }
       it->second = inner;
     }
@@ -199,13 +260,7 @@ Status Execute(const Primitive& primitive,
       }
     }
     primitive.primitive.execute(stream, memories);
-    for (const auto& [relayout, plain] : outputs) {
-      if (plain.get_desc() == relayout->plain_md) {
-        run_reorder(*relayout, memories.at(relayout->arg), plain);
-      } else {
-        convert(*relayout, memories.at(relayout->arg), plain);
-      }
-    }
+    for (const auto& [relayout, move, plain] : outputs) mover.Run(move, *relayout, memories.at(relayout->arg), plain);
     stream.wait();
   } catch (const dnnl::error& e) {
     return InternalError(std::string("oneDNN execution failed: ") + e.what());

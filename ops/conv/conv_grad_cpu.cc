@@ -1,11 +1,11 @@
 // ConvGrad (dY, X, W) -> dX, dW, dB through oneDNN's backward convolutions: dX by
 // backward-data, dW and dB together by backward-weights, each primitive cached by
 // problem like the forward Conv's, NC[D]HW tensors reordered per call into the layouts
-// oneDNN's direct kernels choose. float32 runs as is; bfloat16 runs natively where the
-// CPU has optimised kernels that pay (bf16_kernel_choice.h: bf16 operands, float32
-// accumulation and gradients); float16 (and bfloat16 elsewhere) is widened exactly to
-// float32. Each gradient is computed in
-// float32 and rounded once to the dtype of dY.
+// oneDNN's direct kernels choose (dY once for both where they read it alike). float32
+// runs as is; bfloat16 runs natively where the CPU has optimised kernels that pay
+// (bf16_kernel_choice.h: bf16 operands, float32 accumulation and gradients); float16 (and
+// bfloat16 elsewhere) is widened exactly to float32 on the way into those layouts. Each
+// gradient is computed in float32 and rounded once to the dtype of dY.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -76,12 +76,12 @@ dnnl::convolution_forward::primitive_desc ForwardHint(const ConvProblem& p) {
   return dnnl::convolution_forward::primitive_desc(desc, dnn::CpuEngine());
 }
 
-// dX = the transposed convolution of dY with W, stored as `dx_type` (float32, or rounded
-// by Execute). Unsupported for bfloat16 operands without an optimised kernel.
-Status BackwardData(const ConvProblem& p, const void* dy, const void* w, void* dx, dt dx_type) {
-  const auto x_md = dnn::PlainDesc(p.x_dims, dt::f32);
-  const auto w_md = dnn::PlainDesc(p.w_dims, p.operand);
-  const auto y_md = dnn::PlainDesc(p.y_dims, p.operand);
+// One argument as Execute takes it: a descriptor and the data.
+using Argument = std::pair<dnnl::memory::desc, const void*>;
+
+// The backward-data primitive; Unsupported for bfloat16 operands without an optimised
+// kernel.
+Expected<dnn::Primitive> DataPrimitive(const ConvProblem& p) {
   ONNX_AMP_ASSIGN_OR_RETURN(auto primitive, dnn::CachedPrimitive(p.Key("conv_bwd_data"), p.multiply_adds, [&]() {
     const dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, AnyLayout(p.x_dims),
                                                      AnyLayout(p.w_dims, p.operand), AnyLayout(p.y_dims, p.operand),
@@ -91,24 +91,19 @@ Status BackwardData(const ConvProblem& p, const void* dy, const void* w, void* d
     const dnnl::convolution_backward_data::primitive_desc pd(desc, attr, dnn::CpuEngine(), ForwardHint(p));
     if (p.operand != dt::f32 && !dnn::IsOptimized(pd)) return std::optional<dnn::Primitive>();
     dnn::Primitive primitive = dnn::MakePrimitive<dnnl::convolution_backward_data>(pd);
-    dnn::AddRelayout(primitive, DNNL_ARG_DIFF_DST, false, y_md, pd.diff_dst_desc());
-    dnn::AddRelayout(primitive, DNNL_ARG_WEIGHTS, false, w_md, pd.weights_desc());
-    dnn::AddRelayout(primitive, DNNL_ARG_DIFF_SRC, true, x_md, pd.diff_src_desc());
+    dnn::AddRelayout(primitive, DNNL_ARG_DIFF_DST, false, dnn::PlainDesc(p.y_dims, p.operand), pd.diff_dst_desc());
+    dnn::AddRelayout(primitive, DNNL_ARG_WEIGHTS, false, dnn::PlainDesc(p.w_dims, p.operand), pd.weights_desc());
+    dnn::AddRelayout(primitive, DNNL_ARG_DIFF_SRC, true, dnn::PlainDesc(p.x_dims, dt::f32), pd.diff_src_desc());
     return std::optional<dnn::Primitive>(std::move(primitive));
   }));
   if (!primitive) return Unsupported("no optimised oneDNN backward-data convolution for these operands");
-  return dnn::Execute(*primitive, {{DNNL_ARG_DIFF_DST, {dnn::PlainDesc(p.y_dims, p.dy_type), dy}},
-                                   {DNNL_ARG_WEIGHTS, {w_md, w}},
-                                   {DNNL_ARG_DIFF_SRC, {dnn::PlainDesc(p.x_dims, dx_type), dx}}});
+  return *std::move(primitive);
 }
 
-// dW = the correlation of X with dY, dB = dY summed over the batch and space.
-// Unsupported for bfloat16 operands without an optimised kernel.
-Status BackwardWeights(const ConvProblem& p, const void* dy, const void* x, float* dw, float* db) {
-  const auto x_md = dnn::PlainDesc(p.x_dims, p.operand);
-  const auto w_md = dnn::PlainDesc(p.w_dims, dt::f32);
+// The backward-weights primitive (dW and dB); Unsupported for bfloat16 operands without
+// an optimised kernel.
+Expected<dnn::Primitive> WeightsPrimitive(const ConvProblem& p) {
   const auto b_md = dnn::PlainDesc({p.y_dims[1]}, dt::f32);
-  const auto y_md = dnn::PlainDesc(p.y_dims, p.operand);
   ONNX_AMP_ASSIGN_OR_RETURN(auto primitive, dnn::CachedPrimitive(p.Key("conv_bwd_weights"), p.multiply_adds, [&]() {
     const dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct,
                                                         AnyLayout(p.x_dims, p.operand), AnyLayout(p.w_dims), b_md,
@@ -119,15 +114,66 @@ Status BackwardWeights(const ConvProblem& p, const void* dy, const void* x, floa
     const dnnl::convolution_backward_weights::primitive_desc pd(desc, attr, dnn::CpuEngine(), ForwardHint(p));
     if (p.operand != dt::f32 && !dnn::IsOptimized(pd)) return std::optional<dnn::Primitive>();
     dnn::Primitive primitive = dnn::MakePrimitive<dnnl::convolution_backward_weights>(pd);
-    dnn::AddRelayout(primitive, DNNL_ARG_DIFF_DST, false, y_md, pd.diff_dst_desc());
-    dnn::AddRelayout(primitive, DNNL_ARG_SRC, false, x_md, pd.src_desc());
-    dnn::AddRelayout(primitive, DNNL_ARG_DIFF_WEIGHTS, true, w_md, pd.diff_weights_desc());
+    dnn::AddRelayout(primitive, DNNL_ARG_DIFF_DST, false, dnn::PlainDesc(p.y_dims, p.operand), pd.diff_dst_desc());
+    dnn::AddRelayout(primitive, DNNL_ARG_SRC, false, dnn::PlainDesc(p.x_dims, p.operand), pd.src_desc());
+    dnn::AddRelayout(primitive, DNNL_ARG_DIFF_WEIGHTS, true, dnn::PlainDesc(p.w_dims, dt::f32),
+                     pd.diff_weights_desc());
     return std::optional<dnn::Primitive>(std::move(primitive));
   }));
   if (!primitive) return Unsupported("no optimised oneDNN backward-weights convolution for these operands");
-  return dnn::Execute(*primitive, {{DNNL_ARG_DIFF_DST, {dnn::PlainDesc(p.y_dims, p.dy_type), dy}},
-                                   {DNNL_ARG_SRC, {dnn::PlainDesc(p.x_dims, p.x_type), x}},
-                                   {DNNL_ARG_DIFF_WEIGHTS, {w_md, dw}}, {DNNL_ARG_DIFF_BIAS, {b_md, db}}});
+  return *std::move(primitive);
+}
+
+// Where the backward convolutions read and write: W in the operand type, X and dY as
+// ConvProblem says, dX as `dx_type` (float32, or rounded by Execute), dW and dB float32.
+// Null for a gradient not wanted.
+struct BackwardArguments {
+  const void* dy = nullptr;
+  const void* w = nullptr;
+  const void* x = nullptr;
+  void* dx = nullptr;
+  dt dx_type = dt::f32;
+  float* dw = nullptr;
+  float* db = nullptr;
+};
+
+// dX = the transposed convolution of dY with W; dW = the correlation of X with dY and
+// dB = dY summed over the batch and space. When both primitives read dY in the same
+// layout it is moved (reordered, or widened) into it once, not once each.
+Status Backward(KernelContext& context, const ConvProblem& p, const BackwardArguments& data) {
+  std::optional<dnn::Primitive> backward_data, backward_weights;
+  if (data.dx != nullptr) {
+    ONNX_AMP_ASSIGN_OR_RETURN(backward_data, DataPrimitive(p));
+  }
+  if (data.dw != nullptr) {
+    ONNX_AMP_ASSIGN_OR_RETURN(backward_weights, WeightsPrimitive(p));
+  }
+  Argument dy{dnn::PlainDesc(p.y_dims, p.dy_type), data.dy};
+  Tensor moved;
+  if (backward_data && backward_weights) {
+    const dnn::Relayout* for_data = dnn::InputRelayout(*backward_data, DNNL_ARG_DIFF_DST, dy.first);
+    const dnn::Relayout* for_weights = dnn::InputRelayout(*backward_weights, DNNL_ARG_DIFF_DST, dy.first);
+    if (for_data != nullptr && for_weights != nullptr && for_data->inner_md == for_weights->inner_md) {
+      const int64_t bytes = static_cast<int64_t>(for_data->inner_md.get_size());
+      ONNX_AMP_ASSIGN_OR_RETURN(moved, context.ScratchFloat32((bytes + 3) / 4));
+      ONNX_AMP_RETURN_IF_ERROR(dnn::MoveInput(*backward_data, DNNL_ARG_DIFF_DST, dy.first, data.dy, moved.raw_data()));
+      dy = {for_data->inner_md, moved.raw_data()};
+    }
+  }
+  if (backward_data) {
+    ONNX_AMP_RETURN_IF_ERROR(dnn::Execute(*backward_data,
+                                          {{DNNL_ARG_DIFF_DST, dy},
+                                           {DNNL_ARG_WEIGHTS, {dnn::PlainDesc(p.w_dims, p.operand), data.w}},
+                                           {DNNL_ARG_DIFF_SRC, {dnn::PlainDesc(p.x_dims, data.dx_type), data.dx}}}));
+  }
+  if (backward_weights) {
+    ONNX_AMP_RETURN_IF_ERROR(
+        dnn::Execute(*backward_weights, {{DNNL_ARG_DIFF_DST, dy},
+                                         {DNNL_ARG_SRC, {dnn::PlainDesc(p.x_dims, p.x_type), data.x}},
+                                         {DNNL_ARG_DIFF_WEIGHTS, {dnn::PlainDesc(p.w_dims, dt::f32), data.dw}},
+                                         {DNNL_ARG_DIFF_BIAS, {dnn::PlainDesc({p.y_dims[1]}, dt::f32), data.db}}}));
+  }
+  return Status::Ok();
 }
 
 // A float32 tensor's own data, or a pooled float32 copy (`holder`) of a float16 or
@@ -239,9 +285,9 @@ Status ConvGradKernel(KernelContext& context) {
     // bfloat16 operands run natively where the CPU has optimised kernels that pay: the
     // products are exact in float32 and accumulate in float32, as on widened operands.
     problem.operand = problem.dy_type = problem.x_type = dt::bf16;
-    Status status = Status::Ok();
-    if (want_dx) status = BackwardData(problem, dy->raw_data(), w->raw_data(), dx.data, dt::f32);
-    if (status.ok() && want_dw) status = BackwardWeights(problem, dy->raw_data(), x->raw_data(), dw.data, db.data);
+    const Status status =
+        Backward(context, problem, {dy->raw_data(), w->raw_data(), x->raw_data(), want_dx ? dx.data : nullptr,
+                                    dt::f32, want_dw ? dw.data : nullptr, want_dw ? db.data : nullptr});
     if (status.ok()) {
       for (GradientBuffer* buffer : {&dx, &dw, &db}) Finish(context, *buffer);
       return Status::Ok();
@@ -254,21 +300,22 @@ Status ConvGradKernel(KernelContext& context) {
   // layouts; W, small, is widened here.
   problem.dy_type = dnn::DataType(dy->dtype());
   problem.x_type = dnn::DataType(x->dtype());
+  Tensor w_wide;
+  const float* w_data = nullptr;
   if (want_dx) {
-    Tensor w_wide;
-    ONNX_AMP_ASSIGN_OR_RETURN(const float* w_data, Float32Data(context, *w, w_wide));
-    const bool direct = dx.out != nullptr && dtype != DType::kFloat32;
-    void* dx_data = direct ? dx.out->raw_data() : static_cast<void*>(dx.data);
-    ONNX_AMP_RETURN_IF_ERROR(
-        Report(context, BackwardData(problem, dy->raw_data(), w_data, dx_data, direct ? dnn::DataType(dtype) : dt::f32)));
-    if (!direct) Finish(context, dx);
+    ONNX_AMP_ASSIGN_OR_RETURN(w_data, Float32Data(context, *w, w_wide));
   }
-  if (want_dw) {
-    ONNX_AMP_RETURN_IF_ERROR(
-        Report(context, BackwardWeights(problem, dy->raw_data(), x->raw_data(), dw.data, db.data)));
-    Finish(context, dw);
-    Finish(context, db);
+  const bool direct = want_dx && dtype != DType::kFloat32;
+  BackwardArguments data{dy->raw_data(), w_data, x->raw_data(), nullptr, dt::f32, want_dw ? dw.data : nullptr,
+                    want_dw ? db.data : nullptr};
+  if (want_dx) {
+    data.dx = direct ? dx.out->raw_data() : static_cast<void*>(dx.data);
+    data.dx_type = direct ? dnn::DataType(dtype) : dt::f32;
   }
+  ONNX_AMP_RETURN_IF_ERROR(Report(context, Backward(context, problem, data)));
+  if (!direct) Finish(context, dx);
+  Finish(context, dw);
+  Finish(context, db);
   return Status::Ok();
 }
 

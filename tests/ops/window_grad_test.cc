@@ -152,6 +152,32 @@ TEST(ConvGradTest, BFloat16Float32KernelsMatchDoubleReference) {
   for (const ConvGradCase& c : kConvGradCases) CheckConvGrad(c, DType::kBFloat16, seed += 3);
 }
 
+// With dX and dW both wanted, dY is moved into the backward primitives' layout once and
+// read by both; dX alone moves it itself. dX has the same bits either way.
+TEST(ConvGradTest, DyMovedOnceForBothGivesDxTheSameBits) {
+  uint32_t seed = 500;
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    for (const ConvGradCase& c : kConvGradCases) {
+      const std::vector<int64_t> out = ConvOutDims(c);
+      Shape y_shape{c.x[0], c.w[0]};
+      y_shape.insert(y_shape.end(), out.begin(), out.end());
+      const RoundedTensor dy = RandomTensor(dtype, y_shape, seed += 3);
+      const RoundedTensor x = RandomTensor(dtype, c.x, seed + 1);
+      const RoundedTensor w = RandomTensor(dtype, c.w, seed + 2);
+      const std::string label = std::string(DTypeName(dtype)) + " ConvGrad X" + ShapeToString(c.x);
+      std::vector<double> dx[2];
+      for (int outputs : {1, 3}) {
+        SingleNode node("ConvGrad", 1, std::string(kOnnxAmpDomain));
+        node.Attr("group", c.group).Attr("strides", c.strides).Attr("dilations", c.dilations).Attr("pads", c.pads);
+        auto result = node.Input(dy.tensor).Input(x.tensor).Input(w.tensor).NumOutputs(outputs).Run();
+        ASSERT_TRUE(result.ok()) << label << ": " << result.status().message();
+        dx[outputs / 3] = ToDoubles((*result)[0]);
+      }
+      EXPECT_EQ(dx[0], dx[1]) << label;
+    }
+  }
+}
+
 // MaxPoolGrad routes each dY to the first maximum of its window (NaN counts as the
 // maximum); values on a coarse grid make ties common. Each dX element sums the dY of
 // the windows that picked it.
