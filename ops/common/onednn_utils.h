@@ -154,10 +154,11 @@ Status Execute(const Primitive& primitive,
                const std::unordered_map<int, std::pair<dnnl::memory::desc, const void*>>& args,
                const void* initial = nullptr);
 
-// The relayout input `arg` of `primitive` goes through when given as `given` (nullptr
-// when Execute would pass it as it is), and that move run on its own into `inner` (of
-// the relayout's inner_md): a caller passing one tensor to two primitives that read it
-// in the same layout moves it once, then passes (inner_md, inner) to both.
+// For a caller passing one tensor to two primitives that read it in the same layout:
+// InputRelayout is the relayout Execute would run on input `arg` given as `given`
+// (nullptr when it would pass it as it is), and MoveInput runs that move on its own into
+// `inner` (sized for the relayout's inner_md). Passing (inner_md, inner) to both then
+// moves the tensor once.
 const Relayout* InputRelayout(const Primitive& primitive, int arg, const dnnl::memory::desc& given);
 Status MoveInput(const Primitive& primitive, int arg, const dnnl::memory::desc& given, const void* data, void* inner);
 
