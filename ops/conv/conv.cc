@@ -285,11 +285,15 @@ Status ConvCpu(KernelContext& context) {
     if (post_op.kind == FusedActivationKind::kNone) ApplyActivation(activation, *y, context.threads());
     return Status::Ok();
   }
-  // Pooled work tensors: a fresh vector of an activation's size is fresh pages, zeroed
-  // by the kernel on first touch, on every call.
-  ONNX_AMP_ASSIGN_OR_RETURN(Tensor y_wide, context.ScratchFloat32(y->num_elements()));
-  float* y_f32 = y_wide.data<float>();
+  // A float32 copy of Y, taken once for whichever path needs one. Pooled: a fresh vector
+  // of an activation's size is fresh pages, zeroed by the kernel on first touch, on every
+  // call.
+  Tensor y_wide;
+  if (dtype == DType::kBFloat16 || addend != nullptr || activation.kind != FusedActivationKind::kNone) {
+    ONNX_AMP_ASSIGN_OR_RETURN(y_wide, context.ScratchFloat32(y->num_elements()));
+  }
   if (dtype == DType::kBFloat16) {
+    float* y_f32 = y_wide.data<float>();
     const Status status = RunDnnlConv(s, dt::bf16, x->raw_data(), dt::bf16, w_source, bias_data, addend,
                                       FusedActivation{}, layouts, y_f32, dt::f32);
     if (status.ok()) {
@@ -321,6 +325,7 @@ Status ConvCpu(KernelContext& context) {
   ONNX_AMP_ASSIGN_OR_RETURN(const std::vector<Tensor> wide,
                             Float32Copies(context, addend != nullptr ? std::vector<const Tensor*>{x, addend}
                                                                      : std::vector<const Tensor*>{x}));
+  float* y_f32 = y_wide.data<float>();
   const Status status = RunDnnlConv(s, dt::f32, wide[0].data<float>(), dt::f32, widened, bias_data,
                                     addend != nullptr ? &wide[1] : nullptr, FusedActivation{}, layouts, y_f32, dt::f32);
   if (!status.ok()) return context.Error(status.code(), status.message());
