@@ -206,6 +206,60 @@ void ReferenceConv(const ConvShape& s, const double* x, const double* w, const d
   }
 }
 
+// float16/bfloat16 X, W and Y: bfloat16 natively where the CPU's optimised kernels pay
+// (bf16_kernel_choice.h), else on operands widened exactly to float32.
+Status LowPrecisionConv(KernelContext& context, const ConvShape& s, const Tensor& x, const Tensor& w,
+                        const dnn::WeightsSource& w_source, const float* bias, const Tensor* addend,
+                        const FusedActivation& activation, const ConvLayouts& layouts, Tensor& y) {
+  const DType dtype = x.dtype();
+  // A float32 copy of Y, taken once for whichever path needs one. Pooled: a fresh vector
+  // of an activation's size is fresh pages, zeroed by the kernel on first touch, on every
+  // call.
+  Tensor y_wide;
+  if (dtype == DType::kBFloat16 || addend != nullptr || activation.kind != FusedActivationKind::kNone) {
+    ONNX_AMP_ASSIGN_OR_RETURN(y_wide, context.ScratchFloat32(y.num_elements()));
+  }
+  if (dtype == DType::kBFloat16) {
+    float* y_f32 = y_wide.data<float>();
+    const Status status = RunDnnlConv(s, dt::bf16, x.raw_data(), dt::bf16, w_source, bias, addend,
+                                      FusedActivation{}, layouts, y_f32, dt::f32);
+    if (status.ok()) {
+      StoreWithActivation(y_f32, y, activation, context.threads());
+      return Status::Ok();
+    }
+    if (status.code() != ErrorCode::kUnsupported) return context.Error(status.code(), status.message());
+  }
+  // Widening to float32 is exact: the same products, accumulated in float32. Packed
+  // weights are widened once, on the run that packs them.
+  std::vector<float> w_f32;
+  dnn::WeightsSource widened = w_source;
+  widened.plain = [&] {
+    w_f32 = ToFloat32(w);
+    return static_cast<const void*>(w_f32.data());
+  };
+  if (addend == nullptr && activation.kind == FusedActivationKind::kNone) {
+    // Execute widens X into the primitive's layout and rounds Y out of it, one pass each.
+    const dt io_type = dnn::DataType(dtype);
+    const Status status = RunDnnlConv(s, dt::f32, x.raw_data(), io_type, widened, bias, nullptr,
+                                      FusedActivation{}, layouts, y.raw_data(), io_type);
+    return status.ok() ? status : context.Error(status.code(), status.message());
+  }
+  // With an activation Y is rounded from a float32 copy as the activation is applied, and
+  // X is widened here too: routing it through Execute made ResNet-18's mixed_bfloat16
+  // convolutions at batch 32 2-3% slower. So is the residual: oneDNN's own float16 ->
+  // float32 reorder runs one element at a time (a ResNet-18 residual convolution took 4x
+  // its float32 time).
+  ONNX_AMP_ASSIGN_OR_RETURN(const std::vector<Tensor> wide,
+                            Float32Copies(context, addend != nullptr ? std::vector<const Tensor*>{&x, addend}
+                                                                     : std::vector<const Tensor*>{&x}));
+  float* y_f32 = y_wide.data<float>();
+  const Status status = RunDnnlConv(s, dt::f32, wide[0].data<float>(), dt::f32, widened, bias,
+                                    addend != nullptr ? &wide[1] : nullptr, FusedActivation{}, layouts, y_f32, dt::f32);
+  if (!status.ok()) return context.Error(status.code(), status.message());
+  StoreWithActivation(y_f32, y, activation, context.threads());
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ConvCpu(KernelContext& context) {
@@ -285,52 +339,7 @@ Status ConvCpu(KernelContext& context) {
     if (post_op.kind == FusedActivationKind::kNone) ApplyActivation(activation, *y, context.threads());
     return Status::Ok();
   }
-  // A float32 copy of Y, taken once for whichever path needs one. Pooled: a fresh vector
-  // of an activation's size is fresh pages, zeroed by the kernel on first touch, on every
-  // call.
-  Tensor y_wide;
-  if (dtype == DType::kBFloat16 || addend != nullptr || activation.kind != FusedActivationKind::kNone) {
-    ONNX_AMP_ASSIGN_OR_RETURN(y_wide, context.ScratchFloat32(y->num_elements()));
-  }
-  if (dtype == DType::kBFloat16) {
-    float* y_f32 = y_wide.data<float>();
-    const Status status = RunDnnlConv(s, dt::bf16, x->raw_data(), dt::bf16, w_source, bias_data, addend,
-                                      FusedActivation{}, layouts, y_f32, dt::f32);
-    if (status.ok()) {
-      StoreWithActivation(y_f32, *y, activation, context.threads());
-      return Status::Ok();
-    }
-    if (status.code() != ErrorCode::kUnsupported) return context.Error(status.code(), status.message());
-  }
-  // Widening to float32 is exact: the same products, accumulated in float32. Packed
-  // weights are widened once, on the run that packs them.
-  std::vector<float> w_f32;
-  dnn::WeightsSource widened = w_source;
-  widened.plain = [&] {
-    w_f32 = ToFloat32(*w);
-    return static_cast<const void*>(w_f32.data());
-  };
-  if (addend == nullptr && activation.kind == FusedActivationKind::kNone) {
-    // Execute widens X into the primitive's layout and rounds Y out of it, one pass each.
-    const dt io_type = dnn::DataType(dtype);
-    const Status status = RunDnnlConv(s, dt::f32, x->raw_data(), io_type, widened, bias_data, nullptr,
-                                      FusedActivation{}, layouts, y->raw_data(), io_type);
-    return status.ok() ? status : context.Error(status.code(), status.message());
-  }
-  // With an activation Y is rounded from a float32 copy as the activation is applied, and
-  // X is widened here too: routing it through Execute made ResNet-18's mixed_bfloat16
-  // convolutions at batch 32 2-3% slower. So is the residual: oneDNN's own float16 ->
-  // float32 reorder runs one element at a time (a ResNet-18 residual convolution took 4x
-  // its float32 time).
-  ONNX_AMP_ASSIGN_OR_RETURN(const std::vector<Tensor> wide,
-                            Float32Copies(context, addend != nullptr ? std::vector<const Tensor*>{x, addend}
-                                                                     : std::vector<const Tensor*>{x}));
-  float* y_f32 = y_wide.data<float>();
-  const Status status = RunDnnlConv(s, dt::f32, wide[0].data<float>(), dt::f32, widened, bias_data,
-                                    addend != nullptr ? &wide[1] : nullptr, FusedActivation{}, layouts, y_f32, dt::f32);
-  if (!status.ok()) return context.Error(status.code(), status.message());
-  StoreWithActivation(y_f32, *y, activation, context.threads());
-  return Status::Ok();
+  return LowPrecisionConv(context, s, *x, *w, w_source, bias_data, addend, activation, layouts, *y);
 }
 
 }  // namespace onnx_amp
