@@ -10,6 +10,8 @@
 #endif
 #include <immintrin.h>
 
+#include "ops/common/widen_avx512.h"
+
 #define ONNX_AMP_FEW_ROWS_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,fma,f16c")))
 
 namespace onnx_amp {
@@ -31,13 +33,7 @@ struct Avx512Vec {
   }
   template <DType kDtype>
   ONNX_AMP_FEW_ROWS_TARGET static Type LoadWeights(const void* w, int64_t index) {
-    if constexpr (kDtype == DType::kFloat32) {
-      return _mm512_loadu_ps(static_cast<const float*>(w) + index);
-    } else {
-      const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint16_t*>(w) + index));
-      if constexpr (kDtype == DType::kFloat16) return _mm512_cvtph_ps(bits);
-      return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
-    }
+    return Widen16<kDtype>(w, index);
   }
 };
 

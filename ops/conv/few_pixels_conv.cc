@@ -4,10 +4,10 @@
 #include <atomic>
 #include <cstring>
 
+#include "ops/common/few_rows_matmul.h"
 #include "ops/common/float32_buffers.h"
 #include "ops/common/fused_activation.h"
 #include "ops/common/onednn_utils.h"
-#include "runtime/core/convert.h"
 #include "runtime/exec/thread_pool.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -125,16 +125,8 @@ int64_t OutputIndex(const Extents& e, int64_t pixel, int64_t channel, bool chann
 
 }  // namespace
 
-bool FewPixelsConvSupported() {
-#if ONNX_AMP_FEW_PIXELS_X86
-  // The conversions' paths (runtime/core/convert.h) cover F16C and AVX-512 F + BW.
-  __builtin_cpu_init();
-  return ConvertPathSupported(ConvertPath::kAvx2F16c) && ConvertPathSupported(ConvertPath::kAvx512) &&
-         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma");
-#else
-  return false;
-#endif
-}
+// The instructions of the few-rows AVX-512 kernels, which stream weights the same way.
+bool FewPixelsConvSupported() { return FewRowsPathSupported(FewRowsPath::kAvx512); }
 
 bool FewPixelsConvEnabled() { return EnabledSetting().load(); }
 

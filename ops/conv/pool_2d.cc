@@ -57,10 +57,6 @@ ComputeType<T> PoolWindow(const T* x, int64_t in_w, const TapRange& rows, const 
   return sum / static_cast<Acc>(count_include_pad ? rows.padded * cols.padded : inside);
 }
 
-}  // namespace
-
-namespace {
-
 std::atomic<bool>& Pool2x2Avx512Setting() {
 #if defined(__x86_64__)
   static std::atomic<bool> setting{__builtin_cpu_supports("avx512f") != 0};
