@@ -19,7 +19,6 @@ namespace onnx_amp::dnn {
 namespace {
 
 using dt = dnnl::memory::data_type;
-using tag = dnnl::memory::format_tag;
 
 constexpr int64_t kGroup = 16;         // channels of a pixel group
 constexpr int64_t kUnitPixels = 256;   // pixels per unit of work: 16 float32 rows of them fit in L1
@@ -60,8 +59,7 @@ std::optional<PixelGroups> PixelGroupsOf(const dnnl::memory::desc& md) {
   const dnnl::memory::dims dims = md.dims();
   if (dims.size() < 3 || dims.size() > 5 || dims[1] % kGroup != 0 || md.data_type() != dt::f32) return std::nullopt;
   const int64_t channels = dims[1], pixels = Product(dims, 2);
-  const tag blocked = dims.size() == 3 ? tag::nCw16c : dims.size() == 4 ? tag::nChw16c : tag::nCdhw16c;
-  if (md == dnnl::memory::desc(dims, dt::f32, blocked)) return PixelGroups{channels * pixels, kGroup * pixels, kGroup};
+  if (md == ChannelBlockedDesc(dims, dt::f32)) return PixelGroups{channels * pixels, kGroup * pixels, kGroup};
   if (md == ActivationDesc(dims, dt::f32, true)) return PixelGroups{pixels * channels, kGroup, channels};
   return std::nullopt;
 }

@@ -63,6 +63,16 @@ dnnl::memory::desc ActivationDesc(const dnnl::memory::dims& dims, dnnl::memory::
   return dnnl::memory::desc(dims, type, strides);
 }
 
+dnnl::memory::desc ChannelBlockedDesc(const dnnl::memory::dims& dims, dnnl::memory::data_type type) {
+  using tag = dnnl::memory::format_tag;
+  const tag blocked = dims.size() == 3 ? tag::nCw16c : dims.size() == 4 ? tag::nChw16c : tag::nCdhw16c;
+  return dnnl::memory::desc(dims, type, blocked);
+}
+
+bool ChannelBlockedIsChannelsLast(const dnnl::memory::dims& dims) {
+  return dims.size() >= 3 && dims.size() <= 5 && dims[1] == 16;
+}
+
 void PrepareAttr(dnnl::primitive_attr& attr) { attr.set_scratchpad_mode(dnnl::scratchpad_mode::user); }
 
 Expected<std::optional<Primitive>> CachedPrimitive(const std::string& key, double multiply_adds,

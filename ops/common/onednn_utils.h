@@ -36,6 +36,11 @@ dnnl::memory::desc PlainDesc(const dnnl::memory::dims& dims, dnnl::memory::data_
 // A dense [N, C, spatial...] descriptor stored channels-last ([N, spatial..., C]), or the
 // row-major one when `channels_last` is false.
 dnnl::memory::desc ActivationDesc(const dnnl::memory::dims& dims, dnnl::memory::data_type type, bool channels_last);
+// oneDNN's 16-channel-blocked layout of [N, C, spatial...] (nChw16c and its 1-D and 3-D
+// kin). With exactly 16 channels it holds the bytes of the channels-last layout; its
+// direct convolution kernels then read and write channels-last tensors as they are.
+dnnl::memory::desc ChannelBlockedDesc(const dnnl::memory::dims& dims, dnnl::memory::data_type type);
+bool ChannelBlockedIsChannelsLast(const dnnl::memory::dims& dims);
 
 // An argument a primitive takes in a layout of its own choosing (format_tag::any, for
 // instance the channel-blocked layouts of oneDNN's direct convolutions) while callers

@@ -7,25 +7,29 @@
 namespace onnx_amp {
 
 void RegisterConvCpuKernels(KernelRegistry& registry) {
-  // Conv applies a fused activation (KernelDef::fuses_activation); Conv and MaxPool take
-  // channels-last activations (runtime/executor/plan_layouts.h).
+  // Conv applies a fused activation (KernelDef::fuses_activation). The convolutions, max
+  // pools and their gradients take channels-last activations (runtime/executor/plan_layouts.h).
   KernelDef conv{"", "Conv", DeviceKind::kCpu, &ConvCpu};
   conv.fuses_activation = true;
-  conv.takes_channels_last = true;
+  conv.channels_last = {.any_order_inputs = 1u << 0, .output = ChannelsLastOutput::kAnyOrder};
   registry.Register(conv);
   registry.Register({"", "ConvTranspose", DeviceKind::kCpu, &ConvTransposeCpu});
   KernelDef max_pool{"", "MaxPool", DeviceKind::kCpu, &MaxPoolCpu};
-  max_pool.takes_channels_last = true;
+  max_pool.channels_last = {.any_order_inputs = 1u << 0, .output = ChannelsLastOutput::kIfInput0};
   registry.Register(max_pool);
   registry.Register({"", "AveragePool", DeviceKind::kCpu, &AveragePoolCpu});
   registry.Register({"", "LpPool", DeviceKind::kCpu, &LpPoolCpu});
   registry.Register({"", "GlobalAveragePool", DeviceKind::kCpu, &GlobalAveragePoolCpu});
   registry.Register({"", "GlobalMaxPool", DeviceKind::kCpu, &GlobalMaxPoolCpu});
   registry.Register({"", "GlobalLpPool", DeviceKind::kCpu, &GlobalLpPoolCpu});
-  registry.Register({kOnnxAmpDomain, "ConvGrad", DeviceKind::kCpu, &ConvGradKernel});
+  KernelDef conv_grad{kOnnxAmpDomain, "ConvGrad", DeviceKind::kCpu, &ConvGradKernel};
+  conv_grad.channels_last = {.any_order_inputs = (1u << 0) | (1u << 1), .output = ChannelsLastOutput::kAnyOrder};
+  registry.Register(conv_grad);
   // MaxPoolGrad applies a folded ReluGrad (KernelDef::fuses_relu_grad).
   KernelDef max_pool_grad{kOnnxAmpDomain, "MaxPoolGrad", DeviceKind::kCpu, &MaxPoolGradKernel};
   max_pool_grad.fuses_relu_grad = true;
+  max_pool_grad.channels_last = {.any_order_inputs = 1u << 0, .same_order_inputs = 1u << 1,
+                                 .output = ChannelsLastOutput::kLikeOrderedInputs};
   registry.Register(max_pool_grad);
   registry.Register({kOnnxAmpDomain, "AveragePoolGrad", DeviceKind::kCpu, &AveragePoolGradKernel});
 }

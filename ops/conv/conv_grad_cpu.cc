@@ -1,7 +1,9 @@
 // ConvGrad (dY, X, W) -> dX, dW, dB through oneDNN's backward convolutions: dX by
 // backward-data, dW and dB together by backward-weights, each primitive cached by
 // problem like the forward Conv's, NC[D]HW tensors reordered per call into the layouts
-// oneDNN's direct kernels choose (dY once for both where they read it alike). float32
+// oneDNN's direct kernels choose (dY once for both where they read it alike). dY, X and
+// dX stored channels-last (runtime/executor/plan_layouts.h) are read and written as
+// they are where oneDNN has optimised kernels for that layout. float32
 // runs as is; bfloat16 runs natively where the CPU has optimised kernels that pay
 // (bf16_kernel_choice.h: bf16 operands, float32 accumulation and gradients); float16 (and
 // bfloat16 elsewhere) is widened exactly to float32 on the way into those layouts. Each
@@ -32,9 +34,24 @@ struct ConvProblem {
   // The types dY and X are passed in: the operand type, or float16/bfloat16 that
   // Execute widens into the primitives' float32 layouts in one pass.
   dt dy_type = dt::f32, x_type = dt::f32;
+  // Which of dY, X and dX are stored channels-last.
+  bool dy_last = false, x_last = false, dx_last = false;
 
   std::string Key(const char* direction) const {
-    return std::string(direction) + "/" + std::to_string(static_cast<int>(operand)) + "/" + key;
+    return std::string(direction) + "/" + std::to_string(static_cast<int>(operand)) + "/" + key + "/layouts" +
+           std::to_string(dy_last) + std::to_string(x_last) + std::to_string(dx_last);
+  }
+
+  // How an activation of `dims` stored channels-last or not is described: row-major,
+  // channels-last, or, where every channels-last one has exactly 16 channels, oneDNN's
+  // 16-channel-blocked layout, the same bytes, in which its direct kernels (the fastest
+  // here) take them without a reorder; mixing it with channels-last ones leaves oneDNN
+  // only its reference kernels.
+  dnnl::memory::desc Stored(const dnnl::memory::dims& dims, dt type, bool channels_last) const {
+    if (!channels_last) return dnn::PlainDesc(dims, type);
+    const bool all_16 = ((!x_last && !dx_last) || dnn::ChannelBlockedIsChannelsLast(x_dims)) &&
+                        (!dy_last || dnn::ChannelBlockedIsChannelsLast(y_dims));
+    return all_16 ? dnn::ChannelBlockedDesc(dims, type) : dnn::ActivationDesc(dims, type, true);
   }
 };
 
@@ -65,15 +82,40 @@ dnnl::memory::desc AnyLayout(const dnnl::memory::dims& dims, dt type = dt::f32) 
   return dnnl::memory::desc(dims, type, dnnl::memory::format_tag::any);
 }
 
-// The forward primitive the backward ones are built against (oneDNN's hint). Every
-// tensor's layout is left to oneDNN: its direct kernels want channel-blocked layouts,
-// and on plain ones it falls back to im2col and a GEMM, several times slower.
-dnnl::convolution_forward::primitive_desc ForwardHint(const ConvProblem& p) {
+// The layouts a backward primitive computes X (or dX) and dY in: their stored ones where
+// channels-last (`keep_stored`), so that they need no reorder, else oneDNN's choice: its
+// direct kernels want channel-blocked layouts, and on row-major ones it falls back to
+// im2col and a GEMM, several times slower.
+struct ComputeLayouts {
+  dnnl::memory::desc x, y;
+};
+
+ComputeLayouts Computed(const ConvProblem& p, bool x_last, dt x_type, bool keep_stored) {
+  return {keep_stored && x_last ? p.Stored(p.x_dims, x_type, true) : AnyLayout(p.x_dims, x_type),
+          keep_stored && p.dy_last ? p.Stored(p.y_dims, p.operand, true) : AnyLayout(p.y_dims, p.operand)};
+}
+
+// The forward primitive the backward ones are built against (oneDNN's hint).
+dnnl::convolution_forward::primitive_desc ForwardHint(const ConvProblem& p, const ComputeLayouts& layouts) {
   const dnnl::convolution_forward::desc desc(
-      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, AnyLayout(p.x_dims, p.operand),
-      AnyLayout(p.w_dims, p.operand), dnn::PlainDesc({p.y_dims[1]}, dt::f32), AnyLayout(p.y_dims, p.operand),
-      p.strides, p.dilations, p.pad_l, p.pad_r);
+      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, dnn::WithDataType(layouts.x, p.operand),
+      AnyLayout(p.w_dims, p.operand), dnn::PlainDesc({p.y_dims[1]}, dt::f32), layouts.y, p.strides, p.dilations,
+      p.pad_l, p.pad_r);
   return dnnl::convolution_forward::primitive_desc(desc, dnn::CpuEngine());
+}
+
+// The first of `make(true)` (channels-last values kept as stored) and `make(false)` that
+// oneDNN runs on an optimised kernel; the second alone when nothing is channels-last.
+// Null when neither is optimised and `need_optimized`.
+template <typename Make>
+auto FirstOptimized(bool any_channels_last, bool need_optimized, Make make) -> std::optional<decltype(make(true))> {
+  if (any_channels_last) {
+    auto pd = make(true);
+    if (dnn::IsOptimized(pd)) return pd;
+  }
+  auto pd = make(false);
+  if (need_optimized && !dnn::IsOptimized(pd)) return std::nullopt;
+  return pd;
 }
 
 // One argument as Execute takes it: a descriptor and the data.
@@ -83,17 +125,21 @@ using Argument = std::pair<dnnl::memory::desc, const void*>;
 // kernel.
 Expected<dnn::Primitive> DataPrimitive(const ConvProblem& p) {
   ONNX_AMP_ASSIGN_OR_RETURN(auto primitive, dnn::CachedPrimitive(p.Key("conv_bwd_data"), p.multiply_adds, [&]() {
-    const dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, AnyLayout(p.x_dims),
-                                                     AnyLayout(p.w_dims, p.operand), AnyLayout(p.y_dims, p.operand),
-                                                     p.strides, p.dilations, p.pad_l, p.pad_r);
-    dnnl::primitive_attr attr;
-    dnn::PrepareAttr(attr);
-    const dnnl::convolution_backward_data::primitive_desc pd(desc, attr, dnn::CpuEngine(), ForwardHint(p));
-    if (p.operand != dt::f32 && !dnn::IsOptimized(pd)) return std::optional<dnn::Primitive>();
-    dnn::Primitive primitive = dnn::MakePrimitive<dnnl::convolution_backward_data>(pd);
-    dnn::AddRelayout(primitive, DNNL_ARG_DIFF_DST, false, dnn::PlainDesc(p.y_dims, p.operand), pd.diff_dst_desc());
-    dnn::AddRelayout(primitive, DNNL_ARG_WEIGHTS, false, dnn::PlainDesc(p.w_dims, p.operand), pd.weights_desc());
-    dnn::AddRelayout(primitive, DNNL_ARG_DIFF_SRC, true, dnn::PlainDesc(p.x_dims, dt::f32), pd.diff_src_desc());
+    const auto pd = FirstOptimized(p.dx_last || p.dy_last, p.operand != dt::f32, [&](bool keep_stored) {
+      const ComputeLayouts layouts = Computed(p, p.dx_last, dt::f32, keep_stored);
+      const dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, layouts.x,
+                                                       AnyLayout(p.w_dims, p.operand), layouts.y, p.strides,
+                                                       p.dilations, p.pad_l, p.pad_r);
+      dnnl::primitive_attr attr;
+      dnn::PrepareAttr(attr);
+      return dnnl::convolution_backward_data::primitive_desc(desc, attr, dnn::CpuEngine(), ForwardHint(p, layouts));
+    });
+    if (!pd) return std::optional<dnn::Primitive>();
+    dnn::Primitive primitive = dnn::MakePrimitive<dnnl::convolution_backward_data>(*pd);
+    dnn::AddRelayout(primitive, DNNL_ARG_DIFF_DST, false, p.Stored(p.y_dims, p.operand, p.dy_last),
+                     pd->diff_dst_desc());
+    dnn::AddRelayout(primitive, DNNL_ARG_WEIGHTS, false, dnn::PlainDesc(p.w_dims, p.operand), pd->weights_desc());
+    dnn::AddRelayout(primitive, DNNL_ARG_DIFF_SRC, true, p.Stored(p.x_dims, dt::f32, p.dx_last), pd->diff_src_desc());
     return std::optional<dnn::Primitive>(std::move(primitive));
   }));
   if (!primitive) return Unsupported("no optimised oneDNN backward-data convolution for these operands");
@@ -105,19 +151,22 @@ Expected<dnn::Primitive> DataPrimitive(const ConvProblem& p) {
 Expected<dnn::Primitive> WeightsPrimitive(const ConvProblem& p) {
   const auto b_md = dnn::PlainDesc({p.y_dims[1]}, dt::f32);
   ONNX_AMP_ASSIGN_OR_RETURN(auto primitive, dnn::CachedPrimitive(p.Key("conv_bwd_weights"), p.multiply_adds, [&]() {
-    const dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct,
-                                                        AnyLayout(p.x_dims, p.operand), AnyLayout(p.w_dims), b_md,
-                                                        AnyLayout(p.y_dims, p.operand), p.strides, p.dilations,
-                                                        p.pad_l, p.pad_r);
-    dnnl::primitive_attr attr;
-    dnn::PrepareAttr(attr);
-    const dnnl::convolution_backward_weights::primitive_desc pd(desc, attr, dnn::CpuEngine(), ForwardHint(p));
-    if (p.operand != dt::f32 && !dnn::IsOptimized(pd)) return std::optional<dnn::Primitive>();
-    dnn::Primitive primitive = dnn::MakePrimitive<dnnl::convolution_backward_weights>(pd);
-    dnn::AddRelayout(primitive, DNNL_ARG_DIFF_DST, false, dnn::PlainDesc(p.y_dims, p.operand), pd.diff_dst_desc());
-    dnn::AddRelayout(primitive, DNNL_ARG_SRC, false, dnn::PlainDesc(p.x_dims, p.operand), pd.src_desc());
+    const auto pd = FirstOptimized(p.x_last || p.dy_last, p.operand != dt::f32, [&](bool keep_stored) {
+      const ComputeLayouts layouts = Computed(p, p.x_last, p.operand, keep_stored);
+      const dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, layouts.x,
+                                                          AnyLayout(p.w_dims), b_md, layouts.y, p.strides,
+                                                          p.dilations, p.pad_l, p.pad_r);
+      dnnl::primitive_attr attr;
+      dnn::PrepareAttr(attr);
+      return dnnl::convolution_backward_weights::primitive_desc(desc, attr, dnn::CpuEngine(), ForwardHint(p, layouts));
+    });
+    if (!pd) return std::optional<dnn::Primitive>();
+    dnn::Primitive primitive = dnn::MakePrimitive<dnnl::convolution_backward_weights>(*pd);
+    dnn::AddRelayout(primitive, DNNL_ARG_DIFF_DST, false, p.Stored(p.y_dims, p.operand, p.dy_last),
+                     pd->diff_dst_desc());
+    dnn::AddRelayout(primitive, DNNL_ARG_SRC, false, p.Stored(p.x_dims, p.operand, p.x_last), pd->src_desc());
     dnn::AddRelayout(primitive, DNNL_ARG_DIFF_WEIGHTS, true, dnn::PlainDesc(p.w_dims, dt::f32),
-                     pd.diff_weights_desc());
+                     pd->diff_weights_desc());
     return std::optional<dnn::Primitive>(std::move(primitive));
   }));
   if (!primitive) return Unsupported("no optimised oneDNN backward-weights convolution for these operands");
@@ -148,7 +197,7 @@ Status Backward(KernelContext& context, const ConvProblem& p, const BackwardArgu
   if (data.dw != nullptr) {
     ONNX_AMP_ASSIGN_OR_RETURN(backward_weights, WeightsPrimitive(p));
   }
-  Argument dy{dnn::PlainDesc(p.y_dims, p.dy_type), data.dy};
+  Argument dy{p.Stored(p.y_dims, p.dy_type, p.dy_last), data.dy};
   Tensor moved;
   if (backward_data && backward_weights) {
     const dnn::Relayout* for_data = dnn::InputRelayout(*backward_data, DNNL_ARG_DIFF_DST, dy.first);
@@ -164,12 +213,12 @@ Status Backward(KernelContext& context, const ConvProblem& p, const BackwardArgu
     ONNX_AMP_RETURN_IF_ERROR(dnn::Execute(*backward_data,
                                           {{DNNL_ARG_DIFF_DST, dy},
                                            {DNNL_ARG_WEIGHTS, {dnn::PlainDesc(p.w_dims, p.operand), data.w}},
-                                           {DNNL_ARG_DIFF_SRC, {dnn::PlainDesc(p.x_dims, data.dx_type), data.dx}}}));
+                                           {DNNL_ARG_DIFF_SRC, {p.Stored(p.x_dims, data.dx_type, p.dx_last), data.dx}}}));
   }
   if (backward_weights) {
     ONNX_AMP_RETURN_IF_ERROR(
         dnn::Execute(*backward_weights, {{DNNL_ARG_DIFF_DST, dy},
-                                         {DNNL_ARG_SRC, {dnn::PlainDesc(p.x_dims, p.x_type), data.x}},
+                                         {DNNL_ARG_SRC, {p.Stored(p.x_dims, p.x_type, p.x_last), data.x}},
                                          {DNNL_ARG_DIFF_WEIGHTS, {dnn::PlainDesc(p.w_dims, dt::f32), data.dw}},
                                          {DNNL_ARG_DIFF_BIAS, {dnn::PlainDesc({p.y_dims[1]}, dt::f32), data.db}}}));
   }
@@ -262,6 +311,9 @@ Status ConvGradKernel(KernelContext& context) {
   const bool want_dx = Wanted(context, 0), want_dw = Wanted(context, 1) || Wanted(context, 2);
   if (!want_dx && !want_dw) return Status::Ok();
   ConvProblem problem = DescribeProblem(n, channels, maps, group, g);
+  problem.dy_last = context.input_channels_last(0);
+  problem.x_last = context.input_channels_last(1);
+  problem.dx_last = want_dx && context.output_channels_last(0);
   double weight_elements = 1.0;
   for (const dnnl::memory::dim extent : problem.w_dims) weight_elements *= static_cast<double>(extent);
   const bool native = dtype == DType::kBFloat16 && NativeBf16Pays(problem.multiply_adds, weight_elements);

@@ -14,6 +14,7 @@
 
 #include "ops/common/elementwise_math.h"
 #include "ops/common/float_compute.h"
+#include "ops/conv/pool_rule_avx512.h"
 #include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {
@@ -171,21 +172,6 @@ __attribute__((target_clones("avx2", "default"))) void MaxOfRowPairs(const float
 }
 
 #if defined(__x86_64__)
-// Takes and TakeMax on 16 lanes.
-__attribute__((target("avx512f"))) inline __mmask16 Takes16(__m512 value, __m512 result) {
-  return _mm512_cmp_ps_mask(value, result, _CMP_GT_OQ) |
-         (_mm512_cmp_ps_mask(value, value, _CMP_UNORD_Q) & _mm512_cmp_ps_mask(result, result, _CMP_ORD_Q));
-}
-
-__attribute__((target("avx512f"))) inline __m512 TakeMax16(__m512 value, __m512 result) {
-  return _mm512_mask_mov_ps(result, Takes16(value, result), value);
-}
-
-// The first `count` of 16 lanes.
-inline __mmask16 Lanes(int64_t count) {
-  return count >= 16 ? __mmask16(0xFFFF) : count <= 0 ? __mmask16(0) : __mmask16((1u << count) - 1);
-}
-
 // The max of each (even, odd) column pair of 32 columns from `row` (lanes beyond
 // `low`/`high` read as zeros).
 __attribute__((target("avx512f"))) inline __m512 PairMax16(const float* row, __mmask16 low, __mmask16 high,

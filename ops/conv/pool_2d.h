@@ -30,6 +30,13 @@ Status Pool2d(KernelContext& context, const Tensor& x, const WindowGeometry& g, 
 Status MaxPool2dChannelsLast(KernelContext& context, const Tensor& x, const WindowGeometry& g, bool y_channels_last,
                              Tensor& y);
 
+// MaxPoolGrad of a 2-D pool without dilation (Pool2dApplies) for X and dX stored
+// channels-last ([N, H, W, C] in memory), dY channels-last or NCHW as `dy_channels_last`
+// says, dX multiplied by the Relu's slope at X with `relu_slope` (a folded ReluGrad):
+// the bits of the NCHW kernels (max_pool_grad_channels_last.cc).
+Status MaxPoolGradChannelsLast(KernelContext& context, const Tensor& dy, bool dy_channels_last, const Tensor& x,
+                               const WindowGeometry& g, bool relu_slope, Tensor& dx);
+
 // The taps [begin, end) of an output along one axis that lie inside the input, and how
 // many lie inside the padded input.
 struct TapRange {

@@ -126,11 +126,19 @@ Status ForEachPlane(KernelContext& context, const PoolGradInputs& in, bool x_nee
 
 // Each dY goes to the first maximum of its window (the tap the forward kernel picks);
 // with a ReluGrad folded in (KernelContext::fused_relu_grad), dX is then multiplied by
-// the slope of the Relu whose output X is.
+// the slope of the Relu whose output X is. X and dX may be stored channels-last, and dY
+// either way.
 Status MaxPoolGradKernel(KernelContext& context) {
   ONNX_AMP_ASSIGN_OR_RETURN(const PoolGradInputs in, ReadPoolGradInputs(context));
   const WindowTable& t = in.table;
   const bool relu_slope = context.fused_relu_grad();
+  if (context.input_channels_last(1)) {
+    if (!context.output_used(0)) return Status::Ok();
+    if (!context.output_channels_last(0)) return context.Error(ErrorCode::kInternal, "X is channels-last, dX is not");
+    ONNX_AMP_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, in.dy->dtype(), in.x->shape()));
+    return MaxPoolGradChannelsLast(context, *in.dy, context.input_channels_last(0), *in.x, in.geometry, relu_slope,
+                                   *dx);
+  }
   if (Tiles2x2(in.geometry)) {
     // The kernel applies the slope itself, to the one dY of each window: every dX is dY
     // or a zero, which rounding leaves alone, so no dtype needs the rounding first.

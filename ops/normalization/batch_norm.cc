@@ -6,7 +6,8 @@
 // Scale/B and mean/var may have their own float dtypes (opset 15); every parameter is
 // read into the compute type, statistics are float32 (float64 for float64 X). A fused
 // activation (a Relu after a training-mode BatchNormalization) is applied to each plane
-// as it is written, with the bits the activation's own kernel would give from Y.
+// as it is written, with the bits the activation's own kernel would give from Y. X and Y
+// may be stored channels-last together (batch_norm_channels_last.h), for the same bits.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -15,6 +16,7 @@
 
 #include "ops/common/float_compute.h"
 #include "ops/common/fused_activation.h"
+#include "ops/normalization/batch_norm_channels_last.h"
 #include "ops/normalization/lane_sums.h"
 #include "ops/normalization/normalization_kernels.h"
 #include "runtime/exec/thread_pool.h"
@@ -46,6 +48,51 @@ Status StoreChannels(const KernelContext& context, const std::vector<double>& va
   });
 }
 
+// Outputs 1 and 2 of training mode: the running mean and variance.
+Status UpdateRunningStatistics(KernelContext& context, bool training, const std::vector<double>& mean,
+                               const std::vector<double>& var, const std::vector<double>& batch_mean,
+                               const std::vector<double>& batch_var) {
+  if (!training) return Status::Ok();
+  const int64_t channels = static_cast<int64_t>(mean.size());
+  const double momentum = context.attr_float("momentum", 0.9f);
+  for (int index = 1; index <= 2 && index < context.num_outputs(); ++index) {
+    if (!context.output_used(index)) continue;
+    const Tensor* running = context.input(index + 2);
+    const std::vector<double>& current = index == 1 ? batch_mean : batch_var;
+    const std::vector<double>& stored = index == 1 ? mean : var;
+    std::vector<double> updated(static_cast<size_t>(channels));
+    for (int64_t c = 0; c < channels; ++c) updated[c] = stored[c] * momentum + current[c] * (1.0 - momentum);
+    ONNX_AMP_ASSIGN_OR_RETURN(Tensor * out_tensor, context.AllocateOutput(index, running->dtype(), running->shape()));
+    ONNX_AMP_RETURN_IF_ERROR(StoreChannels(context, updated, *out_tensor));
+  }
+  return Status::Ok();
+}
+
+// The float32, float16 and bfloat16 loops on a channels-last X and Y
+// (batch_norm_channels_last.h), with the statistics and coefficients the NCHW loops use.
+void NormalizeChannelsLast(KernelContext& context, const Tensor& x, bool training, const std::vector<double>& scale,
+                           const std::vector<double>& bias, const std::vector<double>& mean,
+                           const std::vector<double>& var, float epsilon, std::vector<double>& batch_mean,
+                           std::vector<double>& batch_var, Tensor& y) {
+  const size_t channels = scale.size();
+  std::vector<float> m(channels), v(channels), a(channels), b(channels);
+  if (training) {
+    ChannelsLastMeanVar(context.threads(), x, m.data(), v.data());
+  }
+  for (size_t c = 0; c < channels; ++c) {
+    if (training) {
+      batch_mean[c] = m[c];
+      batch_var[c] = v[c];
+    } else {
+      m[c] = static_cast<float>(mean[c]);
+      v[c] = static_cast<float>(var[c]);
+    }
+    a[c] = static_cast<float>(scale[c]) / std::sqrt(v[c] + epsilon);
+    b[c] = static_cast<float>(bias[c]);
+  }
+  ChannelsLastNormalize(context.threads(), x, m.data(), a.data(), b.data(), context.fused_activation(), y);
+}
+
 template <typename T>
 Status RunBatchNorm(KernelContext& context, const Tensor& x, bool training, Tensor& y) {
   using Acc = ComputeType<T>;
@@ -61,6 +108,13 @@ Status RunBatchNorm(KernelContext& context, const Tensor& x, bool training, Tens
   // float32 and float64 ones read and written in place.
   constexpr bool kWidened = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
   std::vector<double> batch_mean(channels), batch_var(channels);
+  if constexpr (std::is_same_v<Acc, float>) {
+    if (context.input_channels_last(0)) {
+      if (!context.output_channels_last(0)) return context.Error(ErrorCode::kInternal, "X is channels-last, Y is not");
+      NormalizeChannelsLast(context, x, training, scale, bias, mean, var, epsilon, batch_mean, batch_var, y);
+      return UpdateRunningStatistics(context, training, mean, var, batch_mean, batch_var);
+    }
+  }
   // Chunks of at least ~16K elements: waking a thread for less costs more than it saves.
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, batch * spatial));
   context.threads().ParallelFor(channels, grain, [&](int64_t begin, int64_t end) {
@@ -109,19 +163,7 @@ Status RunBatchNorm(KernelContext& context, const Tensor& x, bool training, Tens
       }
     }
   });
-  if (!training) return Status::Ok();
-  const double momentum = context.attr_float("momentum", 0.9f);
-  for (int index = 1; index <= 2 && index < context.num_outputs(); ++index) {
-    if (!context.output_used(index)) continue;
-    const Tensor* running = context.input(index + 2);
-    const std::vector<double>& current = index == 1 ? batch_mean : batch_var;
-    const std::vector<double>& stored = index == 1 ? mean : var;
-    std::vector<double> updated(static_cast<size_t>(channels));
-    for (int64_t c = 0; c < channels; ++c) updated[c] = stored[c] * momentum + current[c] * (1.0 - momentum);
-    ONNX_AMP_ASSIGN_OR_RETURN(Tensor * out_tensor, context.AllocateOutput(index, running->dtype(), running->shape()));
-    ONNX_AMP_RETURN_IF_ERROR(StoreChannels(context, updated, *out_tensor));
-  }
-  return Status::Ok();
+  return UpdateRunningStatistics(context, training, mean, var, batch_mean, batch_var);
 }
 
 }  // namespace

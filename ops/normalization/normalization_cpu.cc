@@ -14,6 +14,7 @@ void RegisterNormalizationCpuKernels(KernelRegistry& registry) {
   // BatchNormalization applies a fused activation (KernelDef::fuses_activation).
   KernelDef batch_norm{"", "BatchNormalization", DeviceKind::kCpu, &BatchNormalizationCpu};
   batch_norm.fuses_activation = true;
+  batch_norm.channels_last = {.same_order_inputs = 1u << 0, .output = ChannelsLastOutput::kLikeOrderedInputs};
   registry.Register(batch_norm);
   registry.Register({"", "InstanceNormalization", DeviceKind::kCpu, &InstanceNormalizationCpu});
   registry.Register({"", "GroupNormalization", DeviceKind::kCpu, &GroupNormalizationCpu});
@@ -33,7 +34,10 @@ void RegisterNormalizationCpuKernels(KernelRegistry& registry) {
   registry.Register({kOnnxAmpDomain, "SoftmaxGrad", DeviceKind::kCpu, &SoftmaxGradKernel});
   registry.Register({kOnnxAmpDomain, "LogSoftmaxGrad", DeviceKind::kCpu, &LogSoftmaxGradKernel});
   registry.Register({kOnnxAmpDomain, "LayerNormalizationGrad", DeviceKind::kCpu, &LayerNormalizationGradKernel});
-  registry.Register({kOnnxAmpDomain, "BatchNormalizationGrad", DeviceKind::kCpu, &BatchNormalizationGradKernel});
+  KernelDef batch_norm_grad{kOnnxAmpDomain, "BatchNormalizationGrad", DeviceKind::kCpu, &BatchNormalizationGradKernel};
+  batch_norm_grad.channels_last = {.same_order_inputs = (1u << 0) | (1u << 1),
+                                   .output = ChannelsLastOutput::kLikeOrderedInputs};
+  registry.Register(batch_norm_grad);
 }
 
 }  // namespace onnx_amp

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ops/common/float_compute.h"
+#include "ops/normalization/batch_norm_channels_last.h"
 #include "ops/normalization/lane_sums.h"
 #include "ops/normalization/normalization_kernels.h"
 #include "runtime/exec/thread_pool.h"
@@ -39,6 +40,113 @@ class ChannelPlanes {
   int64_t n_, channels_, spatial_, channel_ = 0;
   std::vector<float> buffer_;
 };
+
+// What BatchNormalizationGrad reads besides dY and X: scale, and the given mean and var
+// of inference mode (empty in training mode).
+struct BatchNormGradParams {
+  const std::vector<float>& scale;
+  const std::vector<float>& given_mean;
+  const std::vector<float>& given_var;
+  float epsilon;
+};
+
+// [N, C, spatial] tensors: channels run in parallel; each reads its N planes of dY and X
+// in place (float32) or widened a plane at a time.
+void GradNchw(KernelContext& context, const Tensor& dy, const Tensor& x, bool training,
+              const BatchNormGradParams& params, Tensor* dx, std::vector<float>& dscale, std::vector<float>& dbias) {
+  const std::vector<float>& sv = params.scale;
+  const std::vector<float>& given_mean = params.given_mean;
+  const std::vector<float>& given_var = params.given_var;
+  const float epsilon = params.epsilon;
+  const int64_t n = x.dim(0);
+  const int64_t channels = x.dim(1);
+  const int64_t spatial = x.num_elements() / std::max<int64_t>(n * channels, 1);
+  const float count = static_cast<float>(n * spatial);
+  // Chunks of at least ~16K elements: waking a thread for less costs more than it saves.
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, n * spatial));
+  context.threads().ParallelFor(channels, grain, [&](int64_t begin, int64_t end) {
+    ChannelPlanes g_planes(dy, n, channels, spatial), x_planes(x, n, channels, spatial);
+    std::vector<float> dx_plane(static_cast<size_t>(dx != nullptr && dx->dtype() != DType::kFloat32 ? spatial : 0));
+    for (int64_t c = begin; c < end; ++c) {
+      g_planes.Select(c);
+      x_planes.Select(c);
+      float mean = 0.0f;
+      float var = 0.0f;
+      if (training) {
+        LaneSums<float> sum;
+        for (int64_t b = 0; b < n; ++b) sum.Add(spatial, [xs = x_planes.Plane(b)](int64_t i) { return xs[i]; });
+        mean = sum.Total() / count;
+      } else {
+        mean = given_mean[c];
+        var = given_var[c];
+      }
+      // The squared deviations (training mode) in the pass that sums dY and dY (X - mean).
+      LaneSums<float> squares, sum_g, sum_g_centered;
+      for (int64_t b = 0; b < n; ++b) {
+        const float* gs = g_planes.Plane(b);
+        const float* xs = x_planes.Plane(b);
+        if (training) squares.Add(spatial, [xs, mean](int64_t i) { return (xs[i] - mean) * (xs[i] - mean); });
+        sum_g.Add(spatial, [gs](int64_t i) { return gs[i]; });
+        sum_g_centered.Add(spatial, [gs, xs, mean](int64_t i) { return gs[i] * (xs[i] - mean); });
+      }
+      if (training) var = squares.Total() / count;
+      const float inv_std = 1.0f / std::sqrt(var + epsilon);
+      dbias[c] = sum_g.Total();
+      dscale[c] = sum_g_centered.Total() * inv_std;
+      if (dx == nullptr) continue;
+      const float a = sv[c] * inv_std, mean_g = dbias[c] / count, mean_gx = dscale[c] / count;
+      for (int64_t b = 0; b < n; ++b) {
+        const float* gs = g_planes.Plane(b);
+        const float* xs = x_planes.Plane(b);
+        const int64_t offset = (b * channels + c) * spatial;
+        float* out = dx->dtype() == DType::kFloat32 ? dx->data<float>() + offset : dx_plane.data();
+        if (training) {
+          for (int64_t i = 0; i < spatial; ++i) out[i] = a * (gs[i] - mean_g - (xs[i] - mean) * inv_std * mean_gx);
+        } else {
+          for (int64_t i = 0; i < spatial; ++i) out[i] = a * gs[i];
+        }
+        if (out == dx_plane.data()) StoreFloat32Block(out, offset, spatial, *dx);
+      }
+    }
+  });
+}
+
+// Channels-last dY, X and dX (batch_norm_channels_last.h): the same statistics and
+// coefficients, for the same bits.
+void GradChannelsLast(KernelContext& context, const Tensor& dy, const Tensor& x, bool training,
+                      const BatchNormGradParams& params, Tensor* dx, std::vector<float>& dscale,
+                      std::vector<float>& dbias) {
+  const int64_t channels = x.dim(1);
+  const float count = static_cast<float>(x.num_elements() / std::max<int64_t>(channels, 1));
+  std::vector<float> mean(channels), var(channels), sum_gc(channels), inv_std(channels), a(channels),
+      mean_g(channels), mean_gx(channels);
+  const auto coefficients = [&](int64_t c) {
+    inv_std[c] = 1.0f / std::sqrt(var[c] + params.epsilon);
+    a[c] = params.scale[c] * inv_std[c];
+  };
+  if (!training) {
+    // dX = a * dY needs no sums: it is written in their pass.
+    mean = params.given_mean;
+    var = params.given_var;
+    for (int64_t c = 0; c < channels; ++c) coefficients(c);
+    ChannelsLastGradSums(context.threads(), dy, x, mean.data(), dbias.data(), sum_gc.data(), nullptr,
+                         dx != nullptr ? a.data() : nullptr, dx);
+    for (int64_t c = 0; c < channels; ++c) dscale[c] = sum_gc[c] * inv_std[c];
+    return;
+  }
+  ChannelsLastMeanVar(context.threads(), x, mean.data(), nullptr);
+  ChannelsLastGradSums(context.threads(), dy, x, mean.data(), dbias.data(), sum_gc.data(), var.data());
+  for (int64_t c = 0; c < channels; ++c) {
+    var[c] /= count;
+    coefficients(c);
+    dscale[c] = sum_gc[c] * inv_std[c];
+    mean_g[c] = dbias[c] / count;
+    mean_gx[c] = dscale[c] / count;
+  }
+  if (dx == nullptr) return;
+  ChannelsLastGradDx(context.threads(), dy, x, {a.data(), mean.data(), inv_std.data(), mean_g.data(), mean_gx.data()},
+                     *dx);
+}
 
 }  // namespace
 
@@ -94,8 +202,8 @@ Status LayerNormalizationGradKernel(KernelContext& context) {
 
 // X [N, C, spatial...]; per channel, training mode uses the batch mean and biased
 // variance (as the forward's training mode), inference mode the given mean and var,
-// which are constants there: dX = scale * inv_std * dY. Channels run in parallel; each
-// reads its N planes of dY and X in place (float32) or widened a plane at a time.
+// which are constants there: dX = scale * inv_std * dY. dY, X and dX may be stored
+// channels-last together.
 Status BatchNormalizationGradKernel(KernelContext& context) {
   ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* dy, FloatInput(context, 0));
   ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* x, FloatInput(context, 1));
@@ -105,10 +213,7 @@ Status BatchNormalizationGradKernel(KernelContext& context) {
   if (x->rank() < 2 || dy->shape() != x->shape()) {
     return context.Error(ErrorCode::kInvalidModel, "X must be [N, C, ...] with dY of the same shape");
   }
-  const int64_t n = x->dim(0);
   const int64_t channels = x->dim(1);
-  const int64_t spatial = x->num_elements() / std::max<int64_t>(n * channels, 1);
-  const float count = static_cast<float>(n * spatial);
   if (scale->num_elements() != channels) return context.Error(ErrorCode::kInvalidModel, "scale must have C elements");
   std::vector<float> given_mean;
   std::vector<float> given_var;
@@ -128,53 +233,14 @@ Status BatchNormalizationGradKernel(KernelContext& context) {
   }
   std::vector<float> dscale(static_cast<size_t>(channels), 0.0f);
   std::vector<float> dbias(static_cast<size_t>(channels), 0.0f);
-  // Chunks of at least ~16K elements: waking a thread for less costs more than it saves.
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, n * spatial));
-  context.threads().ParallelFor(channels, grain, [&](int64_t begin, int64_t end) {
-    ChannelPlanes g_planes(*dy, n, channels, spatial), x_planes(*x, n, channels, spatial);
-    std::vector<float> dx_plane(static_cast<size_t>(dx != nullptr && dx->dtype() != DType::kFloat32 ? spatial : 0));
-    for (int64_t c = begin; c < end; ++c) {
-      g_planes.Select(c);
-      x_planes.Select(c);
-      float mean = 0.0f;
-      float var = 0.0f;
-      if (training) {
-        LaneSums<float> sum;
-        for (int64_t b = 0; b < n; ++b) sum.Add(spatial, [xs = x_planes.Plane(b)](int64_t i) { return xs[i]; });
-        mean = sum.Total() / count;
-      } else {
-        mean = given_mean[c];
-        var = given_var[c];
-      }
-      // The squared deviations (training mode) in the pass that sums dY and dY (X - mean).
-      LaneSums<float> squares, sum_g, sum_g_centered;
-      for (int64_t b = 0; b < n; ++b) {
-        const float* gs = g_planes.Plane(b);
-        const float* xs = x_planes.Plane(b);
-        if (training) squares.Add(spatial, [xs, mean](int64_t i) { return (xs[i] - mean) * (xs[i] - mean); });
-        sum_g.Add(spatial, [gs](int64_t i) { return gs[i]; });
-        sum_g_centered.Add(spatial, [gs, xs, mean](int64_t i) { return gs[i] * (xs[i] - mean); });
-      }
-      if (training) var = squares.Total() / count;
-      const float inv_std = 1.0f / std::sqrt(var + epsilon);
-      dbias[c] = sum_g.Total();
-      dscale[c] = sum_g_centered.Total() * inv_std;
-      if (dx == nullptr) continue;
-      const float a = sv[c] * inv_std, mean_g = dbias[c] / count, mean_gx = dscale[c] / count;
-      for (int64_t b = 0; b < n; ++b) {
-        const float* gs = g_planes.Plane(b);
-        const float* xs = x_planes.Plane(b);
-        const int64_t offset = (b * channels + c) * spatial;
-        float* out = dx->dtype() == DType::kFloat32 ? dx->data<float>() + offset : dx_plane.data();
-        if (training) {
-          for (int64_t i = 0; i < spatial; ++i) out[i] = a * (gs[i] - mean_g - (xs[i] - mean) * inv_std * mean_gx);
-        } else {
-          for (int64_t i = 0; i < spatial; ++i) out[i] = a * gs[i];
-        }
-        if (out == dx_plane.data()) StoreFloat32Block(out, offset, spatial, *dx);
-      }
+  if (context.input_channels_last(1)) {
+    if (!context.input_channels_last(0) || (dx != nullptr && !context.output_channels_last(0))) {
+      return context.Error(ErrorCode::kInternal, "X is channels-last, dY or dX is not");
     }
-  });
+    GradChannelsLast(context, *dy, *x, training, {sv, given_mean, given_var, epsilon}, dx, dscale, dbias);
+  } else {
+    GradNchw(context, *dy, *x, training, {sv, given_mean, given_var, epsilon}, dx, dscale, dbias);
+  }
   ONNX_AMP_RETURN_IF_ERROR(WriteOutput(context, 1, scale->dtype(), scale->shape(), dscale));
   return WriteOutput(context, 2, scale->dtype(), scale->shape(), dbias);
 }

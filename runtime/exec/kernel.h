@@ -91,8 +91,8 @@ class KernelContext {
   // KernelDef::fuses_relu_grad.
   virtual bool fused_relu_grad() const { return false; }
   // Whether input (output) `index` holds its [N, C, ...] values in channels-last memory
-  // order ([N, ..., C], runtime/executor/plan_layouts.h); set only for kernels registered
-  // with KernelDef::takes_channels_last.
+  // order ([N, ..., C], runtime/executor/plan_layouts.h); set only as the kernel's
+  // KernelDef::channels_last allows.
   virtual bool input_channels_last(int index) const { return false; }
   virtual bool output_channels_last(int index) const { return false; }
   // The same for fused_addend().
@@ -120,6 +120,23 @@ class KernelContext {
 
 using KernelFn = Status (*)(KernelContext& context);
 
+// When output 0 of a kernel may be stored channels-last.
+enum class ChannelsLastOutput {
+  kNever,
+  kAnyOrder,          // whatever order its inputs have (Conv, ConvGrad)
+  kIfInput0,          // only when input 0 is (MaxPool; it may also read channels-last X into NCHW Y)
+  kLikeOrderedInputs  // exactly when its `same_order_inputs` are (BatchNormalization, element-wise ops)
+};
+
+// Which values a CPU kernel takes channels-last. Inputs not named are NCHW.
+struct ChannelsLastSupport {
+  // bit i: input i in either order, whatever the others'. A fused addend
+  // (KernelContext::fused_addend) is read in either order too.
+  uint32_t any_order_inputs = 0;
+  uint32_t same_order_inputs = 0;  // bit i: input i stored in output 0's order
+  ChannelsLastOutput output = ChannelsLastOutput::kNever;
+};
+
 struct KernelDef {
   std::string_view domain;  // "" for ai.onnx
   std::string_view op_type;
@@ -145,9 +162,9 @@ struct KernelDef {
   // Honours KernelContext::widens_output(), so the plan may fold a Cast to float32 that
   // alone reads a float16/bfloat16 output 0 into this node.
   bool fuses_widening_cast = false;
-  // Reads input 0 (and a fused addend) and writes output 0 in channels-last order where
-  // KernelContext says so, for the cases plan_layouts.h lists for its op.
-  bool takes_channels_last = false;
+  // Which [N, C, H, W] inputs and output 0 it reads and writes in channels-last order
+  // where KernelContext says so (runtime/executor/plan_layouts.h).
+  ChannelsLastSupport channels_last = {};
   // Honours KernelContext::fused_relu_grad(), so the plan may fold into this gradient
   // node a ReluGrad that alone reads its output 0 (dX) with input 1 (X) as the Relu's
   // output (MaxPoolGrad after a Relu: one pass less over the activation's size).

@@ -18,8 +18,9 @@ ThreadPool& TestThreads() {
 
 class SingleNodeContext final : public KernelContext {
  public:
-  SingleNodeContext(const onnx::NodeProto& node, int opset, const std::vector<Tensor>& inputs)
-      : node_(node), opset_(opset), inputs_(inputs), outputs_(node.output_size()) {}
+  SingleNodeContext(const onnx::NodeProto& node, int opset, const std::vector<Tensor>& inputs,
+                    const NodeRunOptions& options)
+      : node_(node), opset_(opset), inputs_(inputs), options_(options), outputs_(node.output_size()) {}
 
   const onnx::NodeProto& node() const override { return node_; }
   int opset() const override { return opset_; }
@@ -44,6 +45,12 @@ class SingleNodeContext final : public KernelContext {
     return Unsupported("subgraphs are not supported by the single-node harness");
   }
   ThreadPool& threads() override { return TestThreads(); }
+  FusedActivation fused_activation() const override { return options_.activation; }
+  bool fused_relu_grad() const override { return options_.fused_relu_grad; }
+  bool input_channels_last(int index) const override {
+    return index >= 0 && index < 32 && ((options_.channels_last_inputs >> index) & 1u) != 0;
+  }
+  bool output_channels_last(int index) const override { return index == 0 && options_.channels_last_output; }
 
   std::vector<Tensor> TakeOutputs() { return std::move(outputs_); }
 
@@ -51,8 +58,29 @@ class SingleNodeContext final : public KernelContext {
   const onnx::NodeProto& node_;
   int opset_;
   const std::vector<Tensor>& inputs_;
+  NodeRunOptions options_;
   std::vector<Tensor> outputs_;
 };
+
+// Copies `from` into `to` (same shape and dtype), moving element (n, c, p) between
+// NCHW order and channels-last order in the direction `to_channels_last` says.
+void Permute(const Tensor& from, bool to_channels_last, Tensor& to) {
+  ONNX_AMP_ASSERT(from.rank() >= 2, "a channels-last tensor is [N, C, spatial...]");
+  const int64_t n = from.dim(0), channels = from.dim(1);
+  const int64_t spatial = n * channels == 0 ? 0 : from.num_elements() / (n * channels);
+  const size_t size = DTypeSize(from.dtype());
+  const auto* in = static_cast<const char*>(from.raw_data());
+  auto* out = static_cast<char*>(to.raw_data());
+  for (int64_t b = 0; b < n; ++b) {
+    for (int64_t c = 0; c < channels; ++c) {
+      for (int64_t p = 0; p < spatial; ++p) {
+        const int64_t nchw = (b * channels + c) * spatial + p, last = (b * spatial + p) * channels + c;
+        const int64_t source = to_channels_last ? nchw : last, target = to_channels_last ? last : nchw;
+        std::memcpy(out + target * size, in + source * size, size);
+      }
+    }
+  }
+}
 
 onnx::AttributeProto* AddAttribute(onnx::NodeProto& node, const std::string& name,
                                    onnx::AttributeProto::AttributeType type) {
@@ -112,14 +140,32 @@ SingleNode& SingleNode::NumOutputs(int count) {
   return *this;
 }
 
-Expected<std::vector<Tensor>> SingleNode::Run() const { return RunNode(node_, opset_, inputs_); }
+SingleNode& SingleNode::Options(const NodeRunOptions& options) {
+  options_ = options;
+  return *this;
+}
 
-Expected<std::vector<Tensor>> RunNode(const onnx::NodeProto& node, int opset, const std::vector<Tensor>& inputs) {
+Expected<std::vector<Tensor>> SingleNode::Run() const { return RunNode(node_, opset_, inputs_, options_); }
+
+Expected<std::vector<Tensor>> RunNode(const onnx::NodeProto& node, int opset, const std::vector<Tensor>& inputs,
+                                      const NodeRunOptions& options) {
   const KernelDef* def = CpuKernelRegistry().Find(node.domain(), node.op_type(), DeviceKind::kCpu);
   if (def == nullptr) return Unsupported("no CPU kernel for " + node.op_type());
-  SingleNodeContext context(node, opset, inputs);
+  SingleNodeContext context(node, opset, inputs, options);
   ONNX_AMP_RETURN_IF_ERROR(def->compute(context));
   return context.TakeOutputs();
+}
+
+Tensor ToChannelsLast(const Tensor& nchw) {
+  Tensor out = Tensor::Empty(nchw.dtype(), nchw.shape());
+  Permute(nchw, true, out);
+  return out;
+}
+
+Tensor FromChannelsLast(const Tensor& channels_last) {
+  Tensor out = Tensor::Empty(channels_last.dtype(), channels_last.shape());
+  Permute(channels_last, false, out);
+  return out;
 }
 
 template <typename T>

@@ -9,10 +9,21 @@
 
 #include <onnx/onnx_pb.h>
 
+#include "ops/common/fused_activation.h"
 #include "runtime/core/status.h"
 #include "runtime/core/tensor.h"
 
 namespace onnx_amp::testing {
+
+// What the plan would have told the kernel beyond its node and inputs: the inputs and
+// output 0 stored channels-last (KernelContext::input_channels_last / output_channels_last),
+// a folded activation or ReluGrad.
+struct NodeRunOptions {
+  uint32_t channels_last_inputs = 0;  // bit i: input i
+  bool channels_last_output = false;
+  FusedActivation activation;
+  bool fused_relu_grad = false;
+};
 
 class SingleNode {
  public:
@@ -26,6 +37,7 @@ class SingleNode {
   // Appends an input; an undefined Tensor() is an absent optional input ("").
   SingleNode& Input(Tensor tensor);
   SingleNode& NumOutputs(int count);
+  SingleNode& Options(const NodeRunOptions& options);
 
   onnx::NodeProto& node() { return node_; }
   const onnx::NodeProto& node() const { return node_; }
@@ -39,10 +51,17 @@ class SingleNode {
   onnx::NodeProto node_;
   int opset_;
   std::vector<Tensor> inputs_;
+  NodeRunOptions options_;
 };
 
 // Runs `node` (inputs named by position) with the given input tensors.
-Expected<std::vector<Tensor>> RunNode(const onnx::NodeProto& node, int opset, const std::vector<Tensor>& inputs);
+Expected<std::vector<Tensor>> RunNode(const onnx::NodeProto& node, int opset, const std::vector<Tensor>& inputs,
+                                      const NodeRunOptions& options = {});
+
+// The same [N, C, spatial...] tensor (same shape, dtype and values) with its elements
+// stored channels-last ([N, spatial..., C] in memory), and back.
+Tensor ToChannelsLast(const Tensor& nchw);
+Tensor FromChannelsLast(const Tensor& channels_last);
 
 // A tensor with the given contents (values.size() must match the shape).
 template <typename T>

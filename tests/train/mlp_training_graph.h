@@ -1,6 +1,6 @@
-// The training graph the trainer tests start from: the bundled MLP (models/mlp_u64.onnx:
-// 784-64-64-10) with a cross-entropy loss, its forward part converted to `policy` first
-// (unless float32) as `onnx-amp train` does.
+// The training graph the trainer tests start from: a bundled model (by default the MLP,
+// models/mlp_u64.onnx: 784-64-64-10) with a cross-entropy loss, its forward part
+// converted to `policy` first (unless float32) as `onnx-amp train` does.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,8 +13,8 @@
 
 namespace onnx_amp::testing {
 
-inline Expected<TrainingGraph> MlpTrainingGraph(PolicyKind policy) {
-  Expected<onnx::ModelProto> model = LoadModel(std::string(ONNX_AMP_MODELS_DIR) + "/mlp_u64.onnx");
+inline Expected<TrainingGraph> MlpTrainingGraph(PolicyKind policy, const std::string& model_file = "mlp_u64.onnx") {
+  Expected<onnx::ModelProto> model = LoadModel(std::string(ONNX_AMP_MODELS_DIR) + "/" + model_file);
   if (!model.ok()) return model.status();
   Expected<TrainableModel> trainable = PrepareTrainableModel(*model, LossKind::kCrossEntropy);
   if (!trainable.ok()) return trainable.status();

@@ -1,0 +1,28 @@
+// The max pools' rule (a larger value, or the first NaN, takes the window) on 16 lanes
+// of AVX-512, shared by the NCHW and channels-last max pool kernels.
+#pragma once
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace onnx_amp {
+
+// Whether each lane of `value` takes the window over `result`.
+__attribute__((target("avx512f"))) inline __mmask16 Takes16(__m512 value, __m512 result) {
+  return _mm512_cmp_ps_mask(value, result, _CMP_GT_OQ) |
+         (_mm512_cmp_ps_mask(value, value, _CMP_UNORD_Q) & _mm512_cmp_ps_mask(result, result, _CMP_ORD_Q));
+}
+
+__attribute__((target("avx512f"))) inline __m512 TakeMax16(__m512 value, __m512 result) {
+  return _mm512_mask_mov_ps(result, Takes16(value, result), value);
+}
+
+// The first `count` of 16 lanes.
+inline __mmask16 Lanes(int64_t count) {
+  return count >= 16 ? __mmask16(0xFFFF) : count <= 0 ? __mmask16(0) : __mmask16((1u << count) - 1);
+}
+
+}  // namespace onnx_amp
+#endif
