@@ -9,7 +9,9 @@ void RegisterControlFlowCpuKernels(KernelRegistry& registry) {
   registry.Register({"", "If", DeviceKind::kCpu, &IfCpu});
   registry.Register({"", "Loop", DeviceKind::kCpu, &LoopCpu});
   registry.Register({"", "Scan", DeviceKind::kCpu, &ScanCpu});
-  registry.Register({"", "Identity", DeviceKind::kCpu, &IdentityCpu});
+  KernelDef identity{"", "Identity", DeviceKind::kCpu, &IdentityCpu};
+  identity.channels_last = kElementWiseChannelsLast;
+  registry.Register(identity);
   registry.Register({"", "Constant", DeviceKind::kCpu, &ConstantCpu});
 }
 

@@ -188,9 +188,13 @@ void RegisterActivationCpuKernels(KernelRegistry& registry) {
   for (const Activation& activation : kActivations) {
     // may_inplace: element i of the output reads only element i of a same-shaped input,
     // so the output may reuse that input's buffer.
-    registry.Register({"", activation.op, DeviceKind::kCpu, activation.forward, true});
+    KernelDef forward{"", activation.op, DeviceKind::kCpu, activation.forward, true};
+    forward.channels_last = kElementWiseChannelsLast;
+    registry.Register(forward);
     if (!activation.gradient_op.empty()) {
-      registry.Register({kOnnxAmpDomain, activation.gradient_op, DeviceKind::kCpu, activation.gradient});
+      KernelDef gradient{kOnnxAmpDomain, activation.gradient_op, DeviceKind::kCpu, activation.gradient};
+      gradient.channels_last = kElementWiseChannelsLast;
+      registry.Register(gradient);
     }
   }
 }

@@ -57,7 +57,10 @@ void RegisterBinaryArithmeticCpuKernels(KernelRegistry& registry) {
       {"", "Mod", DeviceKind::kCpu, Mod, true},
       {"", "BitShift", DeviceKind::kCpu, BitShift, true},
   };
-  for (const KernelDef& def : defs) registry.Register(def);
+  for (KernelDef def : defs) {
+    def.channels_last = kElementWiseChannelsLast;
+    registry.Register(def);
+  }
 }
 
 }  // namespace onnx_amp

@@ -91,7 +91,10 @@ void RegisterVariadicCpuKernels(KernelRegistry& registry) {
       {"", "Sum", DeviceKind::kCpu, Sum},
       {"", "Mean", DeviceKind::kCpu, Mean},
   };
-  for (const KernelDef& def : defs) registry.Register(def);
+  for (KernelDef def : defs) {
+    def.channels_last = kElementWiseChannelsLast;
+    registry.Register(def);
+  }
 }
 
 }  // namespace onnx_amp

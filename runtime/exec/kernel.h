@@ -137,6 +137,11 @@ struct ChannelsLastSupport {
   ChannelsLastOutput output = ChannelsLastOutput::kNever;
 };
 
+// Element-wise kernels: output 0 in the order of their inputs, which must all have its
+// shape (a broadcast input keeps them all NCHW): element i of each is element i of all.
+inline constexpr ChannelsLastSupport kElementWiseChannelsLast{.same_order_inputs = ~0u,
+                                                               .output = ChannelsLastOutput::kLikeOrderedInputs};
+
 struct KernelDef {
   std::string_view domain;  // "" for ai.onnx
   std::string_view op_type;

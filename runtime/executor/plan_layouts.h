@@ -4,8 +4,9 @@
 // and a training step reorders each activation and its gradient around the forward and
 // both backward convolutions. A value passed only between CPU kernels that take it
 // channels-last (KernelDef::channels_last: convolutions and their gradients, max pools
-// and their gradients, BatchNormalization and its gradient) is stored so instead, and
-// no side reorders it. The kernels compute the same numbers in either order.
+// and their gradients, BatchNormalization and its gradient, and element-wise ops whose
+// inputs all have the output's shape) is stored so instead, and no side reorders it.
+// The kernels compute the same numbers in either order.
 #pragma once
 
 #include <vector>

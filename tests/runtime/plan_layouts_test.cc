@@ -139,6 +139,39 @@ TEST(ChannelsLastTest, CapturedValuesStayNchw) {
   EXPECT_EQ(outcome.channels_last, (std::vector<std::string>{"c1", "r2"}));
 }
 
+// x -> Conv -> a -> Sigmoid -> s -> Conv -> c -> Add(c, bias [1, C, 1, 1]) -> d -> Conv -> y:
+// the Sigmoid, element-wise, keeps a and s channels-last between the convolutions; the
+// Add's broadcast bias cannot be, so c and d stay NCHW.
+onnx::ModelProto ElementWiseChain() {
+  std::mt19937_64 rng(9);
+  onnx::GraphProto graph;
+  graph.set_name("element_wise_chain");
+  *graph.add_input() = TensorValue("x", DType::kFloat32, {kBatch, kIn, kSize, kSize});
+  RandomFloatInitializer(graph, "w1", {kMid, kIn, 3, 3}, rng, 0.4f);
+  RandomFloatInitializer(graph, "w2", {kMid, kMid, 3, 3}, rng, 0.4f);
+  RandomFloatInitializer(graph, "w3", {kMid, kMid, 1, 1}, rng, 0.4f);
+  RandomFloatInitializer(graph, "bias", {1, kMid, 1, 1}, rng, 0.4f);
+  SetIntsAttr(*AddNode(graph, "Conv", {"x", "w1"}, {"a"}, "conv1"), "pads", {1, 1, 1, 1});
+  AddNode(graph, "Sigmoid", {"a"}, {"s"}, "sigmoid");
+  SetIntsAttr(*AddNode(graph, "Conv", {"s", "w2"}, {"c"}, "conv2"), "pads", {1, 1, 1, 1});
+  AddNode(graph, "Add", {"c", "bias"}, {"d"}, "add_bias");
+  AddNode(graph, "Conv", {"d", "w3"}, {"y"}, "conv3");
+  *graph.add_output() = TensorValue("y", DType::kFloat32, {kBatch, kMid, kSize, kSize});
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(17);
+  *model.mutable_graph() = graph;
+  return model;
+}
+
+TEST(ChannelsLastTest, ElementWiseOpsPassTheirOrderOnUnlessAnInputBroadcasts) {
+  const std::map<std::string, Tensor> feeds{{"x", SpecialInput()}};
+  const Outcome channels_last = RunModel(ElementWiseChain(), feeds, true);
+  EXPECT_EQ(channels_last.channels_last, (std::vector<std::string>{"a", "s"}));
+  const Outcome nchw = RunModel(ElementWiseChain(), feeds, false);
+  ExpectSameBits(channels_last.outputs, nchw.outputs, "element_wise_chain");
+}
+
 class BundledModelTest : public ::testing::TestWithParam<std::tuple<const char*, PolicyKind, int64_t>> {};
 
 TEST_P(BundledModelTest, GivesTheSameBitsAsNchw) {
