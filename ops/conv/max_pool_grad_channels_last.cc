@@ -8,14 +8,11 @@
 #include "ops/common/elementwise_math.h"
 #include "ops/common/float32_buffers.h"
 #include "ops/conv/pool_2d.h"
-#include "ops/conv/pool_rule_avx512.h"
+#include "ops/conv/max_pool_rule.h"
 #include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {
 namespace {
-
-// The forward max's rule: a larger value, or the first NaN, takes the window.
-inline bool Takes(float value, float result) { return (value > result) | (std::isnan(value) & !std::isnan(result)); }
 
 // Image `n` of dY as float32 in channels-last order: in place or widened when dY is
 // channels-last, else gathered from its NCHW planes into `buffer`.

@@ -14,7 +14,7 @@
 
 #include "ops/common/elementwise_math.h"
 #include "ops/common/float_compute.h"
-#include "ops/conv/pool_rule_avx512.h"
+#include "ops/conv/max_pool_rule.h"
 #include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {
@@ -151,9 +151,6 @@ void PoolRowInterior(const T* x, const WindowGeometry& g, const PlaneWindows& p,
     for (int64_t ow = begin; ow < end; ++ow) acc[ow] = acc[ow] / divisor;
   }
 }
-
-// Whether PoolWindow's rule takes `value` over the max so far.
-inline bool Takes(float value, float result) { return (value > result) | (std::isnan(value) & !std::isnan(result)); }
 
 inline float TakeMax(float value, float result) { return Takes(value, result) ? value : result; }
 

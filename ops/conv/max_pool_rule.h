@@ -1,13 +1,20 @@
-// The max pools' rule (a larger value, or the first NaN, takes the window) on 16 lanes
-// of AVX-512, shared by the NCHW and channels-last max pool kernels.
+// The max pools' rule, shared by the NCHW and channels-last max pool kernels: a larger
+// value, or the first NaN, takes the window; on one value and on 16 lanes of AVX-512.
 #pragma once
+
+#include <cmath>
+#include <cstdint>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
-
-#include <cstdint>
+#endif
 
 namespace onnx_amp {
+
+// Whether `value` takes the window over the max so far, `result`.
+inline bool Takes(float value, float result) { return (value > result) | (std::isnan(value) & !std::isnan(result)); }
+
+#if defined(__x86_64__)
 
 // Whether each lane of `value` takes the window over `result`.
 __attribute__((target("avx512f"))) inline __mmask16 Takes16(__m512 value, __m512 result) {
@@ -24,5 +31,6 @@ inline __mmask16 Lanes(int64_t count) {
   return count >= 16 ? __mmask16(0xFFFF) : count <= 0 ? __mmask16(0) : __mmask16((1u << count) - 1);
 }
 
-}  // namespace onnx_amp
 #endif
+
+}  // namespace onnx_amp
