@@ -11,6 +11,8 @@
 #endif
 #include <immintrin.h>
 
+#include "ops/common/lane_mask_avx512.h"
+
 #define ONNX_AMP_TRANSPOSE_TARGET __attribute__((target("avx512f")))
 
 namespace onnx_amp::dnn {
@@ -44,10 +46,6 @@ ONNX_AMP_TRANSPOSE_TARGET void Transpose16(__m512 r[16]) {
     r[4 + k] = _mm512_shuffle_f32x4(t[4 + k], t[12 + k], 0x88);
     r[12 + k] = _mm512_shuffle_f32x4(t[4 + k], t[12 + k], 0xdd);
   }
-}
-
-ONNX_AMP_TRANSPOSE_TARGET __mmask16 FirstLanes(int64_t count) {
-  return count >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << count) - 1u);
 }
 
 }  // namespace

@@ -60,7 +60,7 @@ __attribute__((target("avx512f"))) void MaxPool2x2GradRowAvx512(const float* top
   for (int64_t ow = 0; ow < out_w; ++ow) {
     const int64_t left = 2 * ow * channels, right = left + channels;
     for (int64_t c = 0; c < channels; c += 16) {
-      const __mmask16 m = Lanes(channels - c);
+      const __mmask16 m = FirstLanes(channels - c);
       const __m512 a = _mm512_maskz_loadu_ps(m, top + left + c), b = _mm512_maskz_loadu_ps(m, top + right + c);
       const __m512 d0 = _mm512_maskz_loadu_ps(m, bottom + left + c), d1 = _mm512_maskz_loadu_ps(m, bottom + right + c);
       const __mmask16 right_top = Takes16(b, a), right_bottom = Takes16(d1, d0);

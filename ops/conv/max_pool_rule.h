@@ -7,6 +7,8 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+
+#include "ops/common/lane_mask_avx512.h"
 #endif
 
 namespace onnx_amp {
@@ -24,11 +26,6 @@ __attribute__((target("avx512f"))) inline __mmask16 Takes16(__m512 value, __m512
 
 __attribute__((target("avx512f"))) inline __m512 TakeMax16(__m512 value, __m512 result) {
   return _mm512_mask_mov_ps(result, Takes16(value, result), value);
-}
-
-// The first `count` of 16 lanes.
-inline __mmask16 Lanes(int64_t count) {
-  return count >= 16 ? __mmask16(0xFFFF) : count <= 0 ? __mmask16(0) : __mmask16((1u << count) - 1);
 }
 
 #endif

@@ -190,10 +190,10 @@ __attribute__((target("avx512f"))) void MaxPool2x2RowsAvx512(const float* in, in
     const float* top = in + 2 * r * in_w;
     const float* bottom = top + in_w;
     for (int64_t j = 0; j < in_w; j += 32) {
-      const __mmask16 low = Lanes(in_w - j), high = Lanes(in_w - j - 16);
+      const __mmask16 low = FirstLanes(in_w - j), high = FirstLanes(in_w - j - 16);
       const __m512 top_pairs = PairMax16(top + j, low, high, even, odd);
       const __m512 bottom_pairs = PairMax16(bottom + j, low, high, even, odd);
-      _mm512_mask_storeu_ps(out + r * out_w + j / 2, Lanes(out_w - j / 2), TakeMax16(bottom_pairs, top_pairs));
+      _mm512_mask_storeu_ps(out + r * out_w + j / 2, FirstLanes(out_w - j / 2), TakeMax16(bottom_pairs, top_pairs));
     }
   }
 }
@@ -269,7 +269,7 @@ __attribute__((target("avx512f"))) void MaxPool2x2GradRowsAvx512(const float* x,
     float* dx_top = dx + 2 * r * in_w;
     float* dx_bottom = dx_top + in_w;
     for (int64_t j = 0; j < in_w; j += 32) {
-      const __mmask16 low = Lanes(in_w - j), high = Lanes(in_w - j - 16);
+      const __mmask16 low = FirstLanes(in_w - j), high = FirstLanes(in_w - j - 16);
       const __m512 t0 = _mm512_maskz_loadu_ps(low, top + j), t1 = _mm512_maskz_loadu_ps(high, top + j + 16);
       const __m512 b0 = _mm512_maskz_loadu_ps(low, bottom + j), b1 = _mm512_maskz_loadu_ps(high, bottom + j + 16);
       const __m512 top_left = _mm512_permutex2var_ps(t0, even, t1), top_right = _mm512_permutex2var_ps(t0, odd, t1);
@@ -279,7 +279,7 @@ __attribute__((target("avx512f"))) void MaxPool2x2GradRowsAvx512(const float* x,
       const __m512 top_max = _mm512_mask_mov_ps(top_left, right_top, top_right);
       const __m512 bottom_max = _mm512_mask_mov_ps(bottom_left, right_bottom, bottom_right);
       const __mmask16 lower = Takes16(bottom_max, top_max);
-      __m512 g = _mm512_maskz_loadu_ps(Lanes(out_w - j / 2), dy + r * out_w + j / 2);
+      __m512 g = _mm512_maskz_loadu_ps(FirstLanes(out_w - j / 2), dy + r * out_w + j / 2);
       if (relu_slope) {
         // ReluSlope as a multiply by 1 or 0, so that g * 0 keeps its sign and NaN as ReluGrad's does.
         const __m512 chosen = _mm512_mask_mov_ps(top_max, lower, bottom_max);
@@ -400,7 +400,7 @@ __attribute__((target("avx512f"))) void MaxPool2x2RowChannelsLastAvx512(const fl
     const float* t = top + 2 * ow * channels;
     const float* b = bottom + 2 * ow * channels;
     for (int64_t c = 0; c < channels; c += 16) {
-      const __mmask16 lanes = Lanes(channels - c);
+      const __mmask16 lanes = FirstLanes(channels - c);
       __m512 max = _mm512_maskz_loadu_ps(lanes, t + c);
       max = TakeMax16(_mm512_maskz_loadu_ps(lanes, t + channels + c), max);
       max = TakeMax16(_mm512_maskz_loadu_ps(lanes, b + c), max);
