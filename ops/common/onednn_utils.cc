@@ -243,32 +243,33 @@ Status Execute(const Primitive& primitive,
     const ArgumentMover mover(primitive, stream, scratch);
     // Arguments passed in their plain layout (or its low-precision twin) move into the
     // primitive's own one.
-    std::vector<std::pair<const Relayout*, Move>> moves;
-    std::vector<size_t> offsets;
+    struct Moving {
+      const Relayout* relayout;
+      Move move;
+      dnnl::memory* argument;  // in `memories`
+      size_t offset;           // in the arena
+    };
+    std::vector<Moving> moving;
     size_t arena_bytes = 0;
     for (const Relayout& relayout : primitive.relayouts) {
       auto it = memories.find(relayout.arg);
       if (it == memories.end()) continue;
       const Move move = MoveFor(relayout, it->second.get_desc());
       if (move == Move::kNone) continue;
-      moves.emplace_back(&relayout, move);
-      offsets.push_back(arena_bytes);
+      moving.push_back({&relayout, move, &it->second, arena_bytes});
       constexpr size_t kAlignment = 64;
       arena_bytes += (relayout.inner_md.get_size() + kAlignment - 1) / kAlignment * kAlignment;
     }
     if (relayout_arena.size() < arena_bytes) relayout_arena.resize(arena_bytes);
     std::vector<std::tuple<const Relayout*, Move, dnnl::memory>> outputs;
-    for (size_t i = 0; i < moves.size(); ++i) {
-      const auto [relayout_pointer, move] = moves[i];
-      const Relayout& relayout = *relayout_pointer;
-      auto it = memories.find(relayout.arg);
-      dnnl::memory inner(relayout.inner_md, engine, relayout_arena.data() + offsets[i]);
-      if (relayout.output) {
-        outputs.emplace_back(&relayout, move, it->second);
+    for (const Moving& m : moving) {
+      dnnl::memory inner(m.relayout->inner_md, engine, relayout_arena.data() + m.offset);
+      if (m.relayout->output) {
+        outputs.emplace_back(m.relayout, m.move, *m.argument);
       } else {
-        mover.Run(move, relayout, it->second, inner);
+        mover.Run(m.move, *m.relayout, *m.argument, inner);
       }
-      it->second = inner;
+      *m.argument = inner;
     }
     if (primitive.initial_output) {
       if (initial == nullptr) return InternalError("the primitive accumulates into an output given no start");
