@@ -19,11 +19,17 @@ std::string FormatBytes(size_t bytes) {
   return text;
 }
 
+// Rows slowest first; ties keep the op types' alphabetical order.
+std::vector<std::pair<std::string, OpTime>> SlowestFirst(const std::map<std::string, OpTime>& op_times) {
+  std::vector<std::pair<std::string, OpTime>> rows(op_times.begin(), op_times.end());
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+  return rows;
+}
+
 }  // namespace
 
 std::string FormatRunStats(const RunStats& stats) {
-  std::vector<std::pair<std::string, OpTime>> rows(stats.op_times.begin(), stats.op_times.end());
-  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+  const std::vector<std::pair<std::string, OpTime>> rows = SlowestFirst(stats.op_times);
   double op_total = 0;
   for (const auto& row : rows) op_total += row.second.seconds;
   std::string out;
@@ -51,6 +57,38 @@ std::string FormatRunStats(const RunStats& stats) {
                   static_cast<long long>(stats.device_steps), static_cast<long long>(steps));
     out += line;
   }
+  return out;
+}
+
+void OpTimeTotals::Add(const RunStats& run) {
+  for (const auto& [op, time] : run.op_times) {
+    OpTime& total = op_times[op];
+    total.calls += time.calls;
+    total.seconds += time.seconds;
+  }
+  run_seconds += run.total_seconds;
+  device_steps += run.device_steps;
+}
+
+std::string FormatOpTimesPerStep(const OpTimeTotals& totals, int64_t steps) {
+  const double per_step = steps > 0 ? 1.0 / static_cast<double>(steps) : 0.0;
+  const std::vector<std::pair<std::string, OpTime>> rows = SlowestFirst(totals.op_times);
+  double op_total = 0;
+  for (const auto& row : rows) op_total += row.second.seconds;
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-32s %10s %10s %7s\n", "op type", "calls/step", "ms/step", "share");
+  out += line;
+  for (const auto& [op, time] : rows) {
+    std::snprintf(line, sizeof line, "%-32s %10.4g %10.3f %6.1f%%\n", op.c_str(),
+                  static_cast<double>(time.calls) * per_step, time.seconds * 1e3 * per_step,
+                  op_total > 0 ? 100.0 * time.seconds / op_total : 0.0);
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "per step over %lld steps: %.3f ms in runs, %.3f ms in kernels\n",
+                static_cast<long long>(steps), totals.run_seconds * 1e3 * per_step, op_total * 1e3 * per_step);
+  out += line;
+  if (totals.device_steps > 0) out += "steps on the device count their launch times, not their run times\n";
   return out;
 }
 

@@ -29,4 +29,17 @@ struct RunStats {
 // A table, slowest op type first, then the memory lines.
 std::string FormatRunStats(const RunStats& stats);
 
+// Time per op type summed over many runs (a training run's steps, each one run of the
+// step graph and one of the update graph).
+struct OpTimeTotals {
+  std::map<std::string, OpTime> op_times;
+  double run_seconds = 0;    // the runs' wall time, kernels and what lies between them
+  int64_t device_steps = 0;  // steps that ran on a device: their times are launch times
+  void Add(const RunStats& run);
+};
+
+// A table of the totals divided by `steps`: calls and milliseconds per step of each op
+// type, slowest first, with its share of the kernels' time, then the runs' time per step.
+std::string FormatOpTimesPerStep(const OpTimeTotals& totals, int64_t steps);
+
 }  // namespace onnx_amp

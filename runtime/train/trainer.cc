@@ -192,6 +192,7 @@ Expected<StepResult> Trainer::Step(std::span<const Batch> micro_batches, const s
     feeds[graph_.seed_input] = seed;
     const bool last = m + 1 == micro_batches.size();
     ONNX_AMP_ASSIGN_OR_RETURN(RunResult run, train_->Run(feeds, last ? last_run : ExecutorRunOptions{}));
+    op_times_.Add(run.stats);
     ONNX_AMP_ASSERT(run.outputs.size() == parameters.size() + 1, "training graph outputs: loss, then gradients");
     if (!accumulate) {
       loss_value = run.outputs[0].tensor;
@@ -277,6 +278,7 @@ Status Trainer::Update(std::vector<Tensor> gradients, int64_t micro_batches, con
     for (int k = 0; k < num_slots; ++k) feeds[update_.slot_inputs[k][p]] = optimizer_.slots(k)[p];
   }
   ONNX_AMP_ASSIGN_OR_RETURN(RunResult run, update_executor_->Run(feeds));
+  op_times_.Add(run.stats);
   if (while_queued) ONNX_AMP_RETURN_IF_ERROR(while_queued());
   ONNX_AMP_ASSERT(run.outputs.size() == 2 + parameters.size() * (1 + num_slots),
                   "update graph outputs: skip, first non-finite, then each parameter's weight and slots");

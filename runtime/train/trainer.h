@@ -112,6 +112,10 @@ class Trainer {
   // Null (the default): a single process. Not owned.
   void set_replica_sync(ReplicaSync* sync);
   ReplicaSync* replica_sync() const { return sync_; }
+  // Time per op type in the step and update graphs' runs (Step, not Evaluate) since the
+  // trainer was made or ResetOpTimes was called. A replayed device graph adds nothing.
+  const OpTimeTotals& op_times() const { return op_times_; }
+  void ResetOpTimes() { op_times_ = {}; }
 
  private:
   Trainer(TrainingGraph graph, UpdateGraph update, const TrainerConfig& config, std::vector<Shape> shapes);
@@ -149,6 +153,7 @@ class Trainer {
   std::unique_ptr<Executor> eval_;
   std::unique_ptr<Executor> update_executor_;
   std::vector<Tensor> sums_;  // float32 gradient sums, used when a step has several micro-batches
+  OpTimeTotals op_times_;
 
   // Two staging slots in turn: a batch's page-locked copy and device copy. A slot is
   // rewritten two stages later, when the step that read it has finished (every step

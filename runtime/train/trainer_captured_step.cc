@@ -73,6 +73,7 @@ Status Trainer::CaptureStep() {
   feeds[graph_.seed_input] = step.scale;
   for (const NamedTensor& parameter : parameters) feeds[parameter.name] = parameter.tensor;
   ONNX_AMP_ASSIGN_OR_RETURN(RunResult train, train_->Run(feeds));
+  op_times_.Add(train.stats);
   ONNX_AMP_ASSERT(train.outputs.size() == parameters.size() + 1, "training graph outputs: loss, then gradients");
   feeds.clear();
   feeds[kUpdateScale] = step.scale;
@@ -88,6 +89,7 @@ Status Trainer::CaptureStep() {
     for (int k = 0; k < num_slots; ++k) feeds[update_.slot_inputs[k][p]] = optimizer_.slots(k)[p];
   }
   ONNX_AMP_ASSIGN_OR_RETURN(RunResult update, update_executor_->Run(feeds));
+  op_times_.Add(update.stats);
   ONNX_AMP_ASSERT(update.outputs.size() == 2 + parameters.size() * (1 + num_slots),
                   "update graph outputs: skip, first non-finite, then each parameter's weight and slots");
   // A replay reads the weights where the capture found them: the update must write there.

@@ -1,8 +1,8 @@
 """`onnx-amp train` end to end on Fashion-MNIST with the guide's MLP and RMSprop: a short
 float32 run beats 70% eval accuracy, mixed_float16 / mixed_bfloat16 runs land close to
 it, the exported model gives the printed accuracy in `onnx-amp run` and in ONNX Runtime,
-the CNN trains in mixed_float16 and mixed_bfloat16 too, and a run killed with SIGKILL then resumed ends with
-bit-identical weights."""
+the CNN trains in mixed_float16 and mixed_bfloat16 too, --stats times its op types per
+step, and a run killed with SIGKILL then resumed ends with bit-identical weights."""
 import argparse
 import gzip
 import json
@@ -51,6 +51,40 @@ def exported_accuracies(cli, model, data, tmp):
     session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
     theirs = float(np.mean(np.argmax(session.run(None, {"x": x})[0], axis=1) == y))
     return ours, theirs
+
+
+def check_step_stats(cli, cnn, data):
+    """`--stats` prints each op type's calls and time per step over steps 2..N: the CNN's
+    two convolutions, each with its gradient, and one RMSprop update per parameter."""
+    graph = onnx.load(cnn).graph
+    running_stats = {name for node in graph.node if node.op_type == "BatchNormalization" for name in node.input[3:5]}
+    parameters = sum(1 for t in graph.initializer if t.data_type == onnx.TensorProto.FLOAT and t.name not in running_stats)
+    out = subprocess.run([cli, "train", cnn, "--data", data, "--optimizer", "rmsprop", "--batch-size", "16",
+                          "--train-limit", "512", "--eval-limit", "16", "--threads", "2", "--policy",
+                          "mixed_bfloat16", "--max-steps", "5", "--stats"], check=True, capture_output=True,
+                         text=True).stdout
+    rows = {}
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) == 4 and fields[3].endswith("%") and fields[0] != "op":
+            rows[fields[0]] = (float(fields[1]), float(fields[2]), float(fields[3][:-1]))
+    problems = []
+    if "steps 2-5" not in out or "per step over 4 steps" not in out:
+        problems.append("the step range is not 2-5")
+    expected_calls = {"Conv": 2, "ConvGrad": 2, "RmspropUpdate": parameters}
+    for op, calls in expected_calls.items():
+        if op not in rows or rows[op][0] != calls:
+            problems.append(f"{op}: {rows.get(op)} where {calls} calls per step were expected")
+    if any(ms < 0 for _, ms, _ in rows.values()) or abs(sum(share for *_, share in rows.values()) - 100.0) > 1.0:
+        problems.append("times negative or shares not summing to 100%")
+    one_step = subprocess.run([cli, "train", cnn, "--data", data, "--batch-size", "16", "--train-limit", "64",
+                               "--eval-limit", "16", "--max-steps", "1", "--stats"], capture_output=True, text=True)
+    if one_step.returncode != 0 or "not timed" not in one_step.stderr:
+        problems.append(f"one step with --stats: exit {one_step.returncode}, stderr {one_step.stderr!r}")
+    print("train --stats:", "; ".join(problems) if problems else f"{len(rows)} op types, as expected")
+    if problems:
+        print(out)
+    return len(problems)
 
 
 def main():
@@ -113,6 +147,8 @@ def main():
             if abs(cnn_accuracy[policy] - cnn_accuracy["float32"]) > 0.03:
                 print(f"the CNN in {policy} strayed more than 3 points from float32")
                 failures += 1
+
+        failures += check_step_stats(args.cli, cnn, args.data)
 
         # SIGKILL mid-run, then --resume: the final weights equal an uninterrupted run's.
         steps = ["--max-steps", "40", "--checkpoint-every", "10", "--policy", "mixed_float16"]

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "converter/convert_model.h"
+#include "runtime/executor/run_stats.h"
 #include "runtime/onnx/model_io.h"
 #include "runtime/train/trainable_model.h"
 #include "runtime/train/trainer.h"
@@ -50,6 +51,7 @@ struct TrainOptions {
   int64_t eval_limit = 0;
   std::string save_training_graph;
   int threads = 0;
+  bool stats = false;
   std::string max_memory;
   DeviceFlags device;
   DistributedFlags distributed;
@@ -173,6 +175,17 @@ TrainingCallbacks PrintingCallbacks() {
   return callbacks;
 }
 
+// --stats: the op types' time per step, on stdout after the run.
+void PrintStepStats(const OpTimeTotals& op_times, int64_t timed_steps) {
+  if (timed_steps < 1) {
+    std::fprintf(stderr, "--stats: no step after the first ran, and the first (which builds the kernels) is not timed\n");
+    return;
+  }
+  std::printf("time per op type, per step (steps 2-%lld; step graph and update graph, evaluation left out):\n%s",
+              static_cast<long long>(timed_steps + 1), FormatOpTimesPerStep(op_times, timed_steps).c_str());
+  std::fflush(stdout);
+}
+
 // `distributed`: null for a plain run; under mpirun, this rank's part of the job.
 Status TrainRank(const TrainOptions& options, DistributedTraining* distributed) {
   ONNX_AMP_ASSIGN_OR_RETURN(onnx::ModelProto model, LoadModel(options.model));
@@ -210,8 +223,17 @@ Status TrainRank(const TrainOptions& options, DistributedTraining* distributed) 
     ONNX_AMP_RETURN_IF_ERROR(SaveModel(trainer->graph().train_model, options.save_training_graph));
     ONNX_AMP_RETURN_IF_ERROR(SaveModel(trainer->update_model(), UpdateGraphPath(options.save_training_graph)));
   }
-  const TrainingCallbacks callbacks = writer ? PrintingCallbacks() : TrainingCallbacks{};
+  TrainingCallbacks callbacks = writer ? PrintingCallbacks() : TrainingCallbacks{};
+  int64_t steps_done = 0;
+  if (options.stats && writer) {
+    callbacks.step_done = [&trainer, &steps_done, print = callbacks.step_done](const StepProgress& p) {
+      if (print) print(p);
+      // The first step builds the kernels (oneDNN primitives, packed weights): not counted.
+      if (++steps_done == 1) trainer->ResetOpTimes();
+    };
+  }
   ONNX_AMP_RETURN_IF_ERROR(RunTraining(*trainer, data, options.run, callbacks));
+  if (options.stats && writer) PrintStepStats(trainer->op_times(), steps_done - 1);
   if (distributed != nullptr && distributed->sync() != nullptr && writer) {
     std::fprintf(stderr, "%s\n", distributed->DescribeVolume().c_str());
   }
@@ -265,6 +287,9 @@ void AddTrainCommand(CLI::App& app, CommandRunner& runner) {
                       "FILE.update.onnx next to it, FILE's .onnx dropped (unscale-and-check, clipping, optimizer "
                       "update)");
   command->add_option("--threads", o->threads, "Worker threads (0: one per core)")->check(CLI::NonNegativeNumber);
+  command->add_flag("--stats", o->stats,
+                    "After the run, print the time per op type per step (the first step, which builds the kernels, "
+                    "left out)");
   AddMaxMemoryFlag(*command, o->max_memory);
   AddDeviceFlags(*command, o->device);
   AddCudaGraphFlag(*command, o->device);
