@@ -130,12 +130,12 @@ Status RunBatchNorm(KernelContext& context, const Tensor& x, bool training, Tens
       if (training) {
         const Acc count = static_cast<Acc>(batch * spatial);
         // The same sums as BatchNormalizationGrad's, so both see the same statistics.
-        LaneSums<Acc> sum;
-        for (int64_t n = 0; n < batch; ++n) sum.Add(spatial, [in = plane(n, c)](int64_t i) { return in[i]; });
+        BatchLaneSums<Acc> sum(batch);
+        for (int64_t n = 0; n < batch; ++n) sum.Add(n, spatial, [in = plane(n, c)](int64_t i) { return in[i]; });
         m = sum.Total() / count;
-        LaneSums<Acc> squares;
+        BatchLaneSums<Acc> squares(batch);
         for (int64_t n = 0; n < batch; ++n) {
-          squares.Add(spatial, [in = plane(n, c), m](int64_t i) { return (in[i] - m) * (in[i] - m); });
+          squares.Add(n, spatial, [in = plane(n, c), m](int64_t i) { return (in[i] - m) * (in[i] - m); });
         }
         v = squares.Total() / count;
         batch_mean[c] = m;

@@ -5,11 +5,11 @@
 #include <vector>
 
 #include "ops/common/float32_buffers.h"
+#include "ops/normalization/lane_sums.h"
 
 namespace onnx_amp {
 namespace {
 
-constexpr int64_t kLanes = 16;  // LaneSums' partial sums
 // Chunks of at least ~16K elements: waking a thread for less costs more than it saves.
 constexpr int64_t kMinParallelElements = int64_t{1} << 14;
 
@@ -27,18 +27,18 @@ Geometry GeometryOf(const Tensor& x) {
 // dY * (X - mean). kGradSquares: (X - mean)^2, then kGrad's two.
 enum class SumKind { kValues, kSquares, kGrad, kGradSquares };
 
-// Adds the terms of `rows` consecutive pixel rows (C values each) of a and b into the
-// lanes of `kind`'s sums, row r into lane first_lane + r: lanes[(k * 16 + lane) * C + c]
-// for the k-th sum. One call per run of rows, so the loops inside are vectorised for the
+// Adds the terms of `rows` (at most 16) consecutive pixel rows (C values each) of a and b
+// into the lanes of `kind`'s sums, row r into lane r: lanes[(k * 16 + lane) * C + c] for
+// the k-th sum. One call per block of rows, so the loops inside are vectorised for the
 // CPU at hand.
 __attribute__((target_clones("avx512f", "avx2", "default"))) void AccumulateRows(
-    SumKind kind, const float* __restrict a, const float* __restrict b, const float* __restrict mean,
-    int64_t first_lane, int64_t rows, int64_t channels, float* __restrict lanes) {
-  const int64_t sum_stride = kLanes * channels;
+    SumKind kind, const float* __restrict a, const float* __restrict b, const float* __restrict mean, int64_t rows,
+    int64_t channels, float* __restrict lanes) {
+  const int64_t sum_stride = kLaneCount * channels;
   for (int64_t r = 0; r < rows; ++r) {
     const float* a_row = a + r * channels;
     const float* b_row = b + r * channels;
-    float* sums = lanes + (first_lane + r) * channels;
+    float* sums = lanes + r * channels;
     switch (kind) {
       case SumKind::kValues:
         for (int64_t c = 0; c < channels; ++c) sums[c] += a_row[c];
@@ -102,49 +102,54 @@ int64_t SumsOf(SumKind kind) {
 }
 
 // Per channel, the sums `kind` names over every pixel of `a` (and `b`; null for the
-// kinds that read `a` alone) into totals[k][c] for the k-th sum, in the order LaneSums
-// sums the channel's NCHW planes. With `scale`, out = scale[c] * a is written in the
-// same pass (`out` has a's shape).
+// kinds that read `a` alone) into totals[k][c] for the k-th sum, in the order
+// BatchLaneSums sums the channel's NCHW planes. With `scale`, out = scale[c] * a is
+// written in the same pass (`out` has a's shape).
 void ChannelLaneSums(ThreadPool& threads, SumKind kind, const Tensor& a, const Tensor* b, const float* mean,
                      float* const* totals, const float* scale = nullptr, Tensor* out = nullptr) {
   const int64_t sums = SumsOf(kind);
   const Geometry g = GeometryOf(a);
-  std::vector<float> lanes(static_cast<size_t>(sums * kLanes * g.channels), 0.0f);
-  const int64_t grain =
-      a.num_elements() < kMinParallelElements ? kLanes : std::max<int64_t>(1, kLanes / threads.num_threads());
-  threads.ParallelFor(kLanes, grain, [&](int64_t lane_begin, int64_t lane_end) {
-    const int64_t run = (lane_end - lane_begin) * g.channels;
-    std::vector<float> a_buffer(static_cast<size_t>(a.dtype() == DType::kFloat32 ? 0 : run));
-    std::vector<float> b_buffer(static_cast<size_t>(b == nullptr || b->dtype() == DType::kFloat32 ? 0 : run));
-    // The task's own lanes, copied out at the end: lanes of two tasks sharing a cache
-    // line and written row after row made the pass three times slower.
-    std::vector<float> own_lanes(lanes.size(), 0.0f);
+  const int64_t run_size = sums * kLaneCount * g.channels;  // one run's lanes of every channel
+  std::vector<float> runs(static_cast<size_t>(kBatchChunks * run_size));
+  const int64_t grain = a.num_elements() < kMinParallelElements ? kBatchChunks : 1;
+  threads.ParallelFor(kBatchChunks, grain, [&](int64_t chunk_begin, int64_t chunk_end) {
+    const int64_t block = kLaneCount * g.channels;  // the 16 pixel rows of one lane each
+    std::vector<float> a_buffer(static_cast<size_t>(a.dtype() == DType::kFloat32 ? 0 : block));
+    std::vector<float> b_buffer(static_cast<size_t>(b == nullptr || b->dtype() == DType::kFloat32 ? 0 : block));
     const bool out_in_place = out != nullptr && out->dtype() == DType::kFloat32;
-    std::vector<float> out_buffer(static_cast<size_t>(out == nullptr || out_in_place ? 0 : run));
-    for (int64_t n = 0; n < g.batch; ++n) {
-      for (int64_t block = 0; block + lane_begin < g.pixels; block += kLanes) {
-        // This task's pixels of the block: lanes [lane_begin, lane_end), consecutive rows.
-        const int64_t first = block + lane_begin, last = std::min(block + lane_end, g.pixels);
-        const int64_t offset = (n * g.pixels + first) * g.channels, count = (last - first) * g.channels;
-        const float* a_rows = Float32BlockOf(a, offset, count, a_buffer.data());
-        const float* b_rows = b == nullptr ? a_rows : Float32BlockOf(*b, offset, count, b_buffer.data());
-        AccumulateRows(kind, a_rows, b_rows, mean, lane_begin, last - first, g.channels, own_lanes.data());
-        if (out == nullptr) continue;
-        float* out_rows = out_in_place ? out->data<float>() + offset : out_buffer.data();
-        ScaleRows(a_rows, scale, last - first, g.channels, out_rows);
-        if (!out_in_place) StoreFloat32Block(out_rows, offset, count, *out);
+    std::vector<float> out_buffer(static_cast<size_t>(out == nullptr || out_in_place ? 0 : block));
+    // The task's own lanes, copied out after each run: lanes of two tasks sharing a cache
+    // line and written row after row made an earlier form of this pass three times slower.
+    std::vector<float> lanes(static_cast<size_t>(run_size));
+    for (int64_t chunk = chunk_begin; chunk < chunk_end; ++chunk) {
+      std::fill(lanes.begin(), lanes.end(), 0.0f);
+      for (int64_t n = BatchChunkBegin(g.batch, chunk); n < BatchChunkBegin(g.batch, chunk + 1); ++n) {
+        for (int64_t first = 0; first < g.pixels; first += kLaneCount) {
+          const int64_t rows = std::min(kLaneCount, g.pixels - first);
+          const int64_t offset = (n * g.pixels + first) * g.channels, count = rows * g.channels;
+          const float* a_rows = Float32BlockOf(a, offset, count, a_buffer.data());
+          const float* b_rows = b == nullptr ? a_rows : Float32BlockOf(*b, offset, count, b_buffer.data());
+          AccumulateRows(kind, a_rows, b_rows, mean, rows, g.channels, lanes.data());
+          if (out == nullptr) continue;
+          float* out_rows = out_in_place ? out->data<float>() + offset : out_buffer.data();
+          ScaleRows(a_rows, scale, rows, g.channels, out_rows);
+          if (!out_in_place) StoreFloat32Block(out_rows, offset, count, *out);
+        }
       }
-    }
-    for (int64_t k = 0; k < sums; ++k) {
-      const int64_t from = (k * kLanes + lane_begin) * g.channels;
-      std::copy_n(own_lanes.begin() + from, run, lanes.begin() + from);
+      std::copy(lanes.begin(), lanes.end(), runs.begin() + chunk * run_size);
     }
   });
+  // The runs' lanes added in run order, then each sum's lanes totalled in lane order.
+  std::vector<float> merged(static_cast<size_t>(run_size), 0.0f);
+  for (int64_t chunk = 0; chunk < kBatchChunks; ++chunk) {
+    const float* run = runs.data() + chunk * run_size;
+    for (int64_t i = 0; i < run_size; ++i) merged[i] += run[i];
+  }
   for (int64_t k = 0; k < sums; ++k) {
     float* total = totals[k];
     std::fill_n(total, g.channels, 0.0f);
-    for (int64_t lane = 0; lane < kLanes; ++lane) {
-      const float* lane_sums = lanes.data() + (k * kLanes + lane) * g.channels;
+    for (int64_t lane = 0; lane < kLaneCount; ++lane) {
+      const float* lane_sums = merged.data() + (k * kLaneCount + lane) * g.channels;
       for (int64_t c = 0; c < g.channels; ++c) total[c] += lane_sums[c];
     }
   }

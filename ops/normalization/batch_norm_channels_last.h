@@ -1,10 +1,9 @@
 // BatchNormalization and its gradient on float32, float16 or bfloat16 [N, C, H, W]
 // values stored channels-last ([N, H, W, C] in memory, runtime/executor/plan_layouts.h),
 // with the bits of the NCHW loops: every element comes from the same expression, and
-// each channel's sums keep LaneSums' 16 partial sums (lane = pixel % 16, terms added in
-// (n, pixel) order, lanes totalled in order). The lanes of all channels are held side by
-// side, so the loops run across a pixel's contiguous channels; threads split the lanes,
-// which leaves every sum's order alone.
+// each channel's sums keep BatchLaneSums' order (lane_sums.h: runs of images, 16 lanes
+// each). The lanes of all channels are held side by side, so the loops run across a
+// pixel's contiguous channels; threads take whole runs, contiguous in memory.
 #pragma once
 
 #include "ops/common/fused_activation.h"

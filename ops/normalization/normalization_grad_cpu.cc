@@ -73,21 +73,21 @@ void GradNchw(KernelContext& context, const Tensor& dy, const Tensor& x, bool tr
       float mean = 0.0f;
       float var = 0.0f;
       if (training) {
-        LaneSums<float> sum;
-        for (int64_t b = 0; b < n; ++b) sum.Add(spatial, [xs = x_planes.Plane(b)](int64_t i) { return xs[i]; });
+        BatchLaneSums<float> sum(n);
+        for (int64_t b = 0; b < n; ++b) sum.Add(b, spatial, [xs = x_planes.Plane(b)](int64_t i) { return xs[i]; });
         mean = sum.Total() / count;
       } else {
         mean = given_mean[c];
         var = given_var[c];
       }
       // The squared deviations (training mode) in the pass that sums dY and dY (X - mean).
-      LaneSums<float> squares, sum_g, sum_g_centered;
+      BatchLaneSums<float> squares(n), sum_g(n), sum_g_centered(n);
       for (int64_t b = 0; b < n; ++b) {
         const float* gs = g_planes.Plane(b);
         const float* xs = x_planes.Plane(b);
-        if (training) squares.Add(spatial, [xs, mean](int64_t i) { return (xs[i] - mean) * (xs[i] - mean); });
-        sum_g.Add(spatial, [gs](int64_t i) { return gs[i]; });
-        sum_g_centered.Add(spatial, [gs, xs, mean](int64_t i) { return gs[i] * (xs[i] - mean); });
+        if (training) squares.Add(b, spatial, [xs, mean](int64_t i) { return (xs[i] - mean) * (xs[i] - mean); });
+        sum_g.Add(b, spatial, [gs](int64_t i) { return gs[i]; });
+        sum_g_centered.Add(b, spatial, [gs, xs, mean](int64_t i) { return gs[i] * (xs[i] - mean); });
       }
       if (training) var = squares.Total() / count;
       const float inv_std = 1.0f / std::sqrt(var + epsilon);

@@ -89,7 +89,8 @@ BothOrders RunBothOrders(SingleNode node, uint32_t channels_last_inputs, NodeRun
   return runs;
 }
 
-const Shape kNormShapes[] = {{2, 3, 5, 5}, {3, 20, 13, 13}, {2, 16, 28, 28}, {1, 32, 7, 7}};
+// {37, 16, 6, 6}: runs of two and three images (lane_sums.h), summed on both threads.
+const Shape kNormShapes[] = {{2, 3, 5, 5}, {3, 20, 13, 13}, {2, 16, 28, 28}, {1, 32, 7, 7}, {37, 16, 6, 6}};
 
 TEST(ChannelsLastKernelsTest, BatchNormalizationGivesTheNchwBits) {
   const FusedActivation activations[] = {{}, {FusedActivationKind::kRelu}, {FusedActivationKind::kLeakyRelu, 0.1f}};
@@ -117,6 +118,30 @@ TEST(ChannelsLastKernelsTest, BatchNormalizationGivesTheNchwBits) {
         }
       }
     }
+  }
+}
+
+// The sums' order depends on the batch size alone: one thread or two, either layout,
+// the same bits.
+TEST(ChannelsLastKernelsTest, BatchNormalizationGradSumsTheSameOnOneThreadAsOnTwo) {
+  const Shape shape = {37, 16, 6, 6};
+  SingleNode node("BatchNormalizationGrad", 17, std::string(kOnnxAmpDomain));
+  node.Attr("epsilon", 1e-3f).Attr("training_mode", int64_t{1});
+  node.Input(SpecialTensor(DType::kFloat32, shape, 11, /*specials=*/false))
+      .Input(SpecialTensor(DType::kFloat32, shape, 12, /*specials=*/false))
+      .Input(ChannelParameter(16, 8, 0.5, 1.5))
+      .Input(ChannelParameter(16, 9, -0.5, 0.5))
+      .Input(ChannelParameter(16, 10, 0.5, 2.0))
+      .NumOutputs(3);
+  const BothOrders two = RunBothOrders(node, 0b11, {.threads = 2});
+  const BothOrders one = RunBothOrders(node, 0b11, {.threads = 1});
+  ASSERT_EQ(two.nchw.size(), 3u);
+  ASSERT_EQ(one.channels_last.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    const std::string label = "output " + std::to_string(i);
+    ExpectSameBits(one.nchw[i], two.nchw[i], "NCHW " + label);
+    ExpectSameBits(one.channels_last[i], two.channels_last[i], "channels-last " + label);
+    ExpectSameBits(one.channels_last[i], one.nchw[i], "one thread " + label);
   }
 }
 

@@ -11,9 +11,9 @@
 namespace onnx_amp::testing {
 namespace {
 
-ThreadPool& TestThreads() {
-  static ThreadPool pool(2);
-  return pool;
+ThreadPool& TestThreads(int threads) {
+  static ThreadPool one(1), two(2);
+  return threads == 1 ? one : two;
 }
 
 class SingleNodeContext final : public KernelContext {
@@ -44,7 +44,7 @@ class SingleNodeContext final : public KernelContext {
   Expected<std::vector<Tensor>> RunSubgraph(std::string_view, std::vector<Tensor>) override {
     return Unsupported("subgraphs are not supported by the single-node harness");
   }
-  ThreadPool& threads() override { return TestThreads(); }
+  ThreadPool& threads() override { return TestThreads(options_.threads); }
   FusedActivation fused_activation() const override { return options_.activation; }
   bool fused_relu_grad() const override { return options_.fused_relu_grad; }
   bool input_channels_last(int index) const override {

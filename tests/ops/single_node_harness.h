@@ -23,6 +23,7 @@ struct NodeRunOptions {
   bool channels_last_output = false;
   FusedActivation activation;
   bool fused_relu_grad = false;
+  int threads = 2;  // 1 or 2
 };
 
 class SingleNode {
