@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/common/cpu_clones.h"
 #include "ops/common/elementwise_math.h"
 #include "ops/common/float32_buffers.h"
 #include "ops/common/relu_bits.h"
@@ -105,6 +106,18 @@ Status Shrink(KernelContext& context) {
 // enough to stay in L1 (float32 ones are read and written in place).
 constexpr int64_t kGradBlock = 2048;
 
+// out[i] = g[i] * slope(value[i]) over one block. Two loops, so that both vectorise: in
+// one, a slope such as Relu's (a 0 or a 1) becomes a multiply taken on one branch only,
+// which the compiler may not make unconditional (it could trap). `out` may be g itself
+// (never a shifted block), so no element depends on another.
+template <typename Slope>
+ONNX_AMP_CPU_CLONES void ApplySlope(const Slope& slope, const float* g, const float* __restrict value,
+                                    float* __restrict slopes, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) slopes[i] = slope(value[i]);
+#pragma GCC ivdep
+  for (int64_t i = 0; i < n; ++i) out[i] = g[i] * slopes[i];
+}
+
 // dX[i] = dY[i] * slope(V[i]), block by block over the pool's threads (each element is
 // independent, so the split changes no bit).
 template <typename Slope>
@@ -124,13 +137,7 @@ Status PointwiseGradWith(KernelContext& context, const Slope& slope) {
       const float* g = Float32BlockOf(*dy, block, n, grad);
       const float* value = Float32BlockOf(*v, block, n, values);
       float* out = dx->dtype() == DType::kFloat32 ? dx->data<float>() + block : grad;
-      // Two loops, so that both vectorise: in one, a slope such as Relu's (a 0 or a 1)
-      // becomes a multiply taken on one branch only, which the compiler may not make
-      // unconditional (it could trap).
-      for (int64_t i = 0; i < n; ++i) slopes[i] = slope(value[i]);
-      // out may be g's block itself (never a shifted one), so no element depends on another.
-#pragma GCC ivdep
-      for (int64_t i = 0; i < n; ++i) out[i] = g[i] * slopes[i];
+      ApplySlope(slope, g, value, slopes, out, n);
       if (out == grad) StoreFloat32Block(grad, block, n, *dx);
     }
   });

@@ -1,8 +1,11 @@
 // Variadic element-wise folds with broadcasting: Max Min Sum Mean. float16/bfloat16
 // fold in a float32 accumulator and round once at the end.
+#include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "ops/common/elementwise_math.h"
+#include "ops/common/float32_buffers.h"
 #include "ops/elementwise/elementwise_families.h"
 #include "ops/elementwise/elementwise_kernel.h"
 #include "ops/kernel_registry.h"
@@ -38,6 +41,37 @@ Status BroadcastInto(const KernelContext& context, const Shape& output_shape, co
   return Status::Ok();
 }
 
+// The fold when no input broadcasts (a gradient's sum over the branches that read a
+// value): one parallel pass over blocks that stay in L1, each folded in a local
+// accumulator and written out once, where the broadcasting fold below makes a whole
+// float32 copy of the output and passes over it once per input (on one thread for the
+// first). Each element sees the same operations in the same order.
+template <typename T, typename C, typename Op>
+void FoldSameShape(ThreadPool& threads, const std::vector<const Tensor*>& inputs, const Op& op, bool mean,
+                   Tensor& output) {
+  constexpr int64_t kBlock = 1024;
+  constexpr bool kWidened = !std::is_same_v<T, C>;  // float16/bfloat16 in a float32 accumulator
+  const int64_t total = output.num_elements();
+  const C count = static_cast<C>(inputs.size());
+  // Grain: at least ~16K elements a task, below which waking a thread costs more than it saves.
+  threads.ParallelFor((total + kBlock - 1) / kBlock, 16, [&](int64_t begin, int64_t end) {
+    C acc[kBlock];
+    [[maybe_unused]] float widened[kWidened ? kBlock : 1];
+    for (int64_t block = begin; block < end; ++block) {
+      const int64_t offset = block * kBlock, n = std::min(kBlock, total - offset);
+      const auto block_of = [&](const Tensor& input) -> const C* {
+        if constexpr (kWidened) return Float32BlockOf(input, offset, n, widened);
+        else return input.data<T>() + offset;
+      };
+      std::memcpy(acc, block_of(*inputs[0]), static_cast<size_t>(n) * sizeof(C));
+      for (size_t k = 1; k < inputs.size(); ++k) BinaryRun(acc, 1, block_of(*inputs[k]), 1, acc, n, op);
+      if (mean) UnaryRun(acc, acc, n, DivideBy<C>{count});
+      if constexpr (kWidened) StoreFloat32Block(acc, offset, n, output);
+      else std::memcpy(output.data<T>() + offset, acc, static_cast<size_t>(n) * sizeof(C));
+    }
+  });
+}
+
 template <uint32_t kMask, typename Op>
 Status Fold(KernelContext& context, const Op& op, bool mean) {
   std::vector<const Tensor*> inputs;
@@ -57,6 +91,10 @@ Status Fold(KernelContext& context, const Op& op, bool mean) {
     using T = typename decltype(tag)::type;
     using C = ComputeType<T>;
     ONNX_AMP_ASSIGN_OR_RETURN(Tensor* output, context.AllocateOutput(0, DTypeOf<T>::value, *output_shape));
+    if (std::all_of(shapes.begin(), shapes.end(), [&](const Shape& shape) { return shape == *output_shape; })) {
+      FoldSameShape<T, C>(context.threads(), inputs, op, mean, *output);
+      return Status::Ok();
+    }
     const int64_t total = output->num_elements();
     std::vector<C> scratch;
     C* acc;

@@ -169,6 +169,11 @@ TEST_P(ElementwiseLowPrecision, MatchesFloat32KernelRoundedOnce) {
                        {MakeOperand(dtype, {4, 37}, 0, rng), MakeOperand(dtype, {37}, 5, rng),
                         MakeOperand(dtype, {4, 1}, 11, rng)},
                        Tensor());
+        // No operand broadcasts: the blocked fold, over several blocks on both threads.
+        ExpectBitExact(c, dtype,
+                       {MakeOperand(dtype, {7, 5003}, 0, rng), MakeOperand(dtype, {7, 5003}, 5, rng),
+                        MakeOperand(dtype, {7, 5003}, 11, rng)},
+                       Tensor());
         break;
       case Inputs::kWhere: {
         std::vector<bool> mask(3 * 41);
