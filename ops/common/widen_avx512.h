@@ -4,6 +4,13 @@
 // <immintrin.h>; the caller checks the CPU has AVX-512F first.
 #pragma once
 
+#if defined(__GNUC__) && !defined(__clang__)
+// A false positive of GCC 12: its AVX-512 headers trip -Wmaybe-uninitialized on their own
+// self-initialised _mm256_undefined_si256(), in the functions that inline Widen16. Off for
+// the rest of the including file, where those functions are.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cstdint>

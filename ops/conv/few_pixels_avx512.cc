@@ -5,15 +5,7 @@
 #include <utility>
 
 #if defined(__x86_64__) || defined(__i386__)
-#if defined(__GNUC__) && !defined(__clang__)
-// A false positive of GCC 12: its AVX-512 headers trip -Wmaybe-uninitialized on
-// their own self-initialised _mm256_undefined_si256().
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
-#include <immintrin.h>
-
-#include "ops/common/widen_avx512.h"
+#include "ops/common/widen_avx512.h"  // first: it turns off GCC 12's false intrinsics warnings
 
 #define ONNX_AMP_FEW_PIXELS_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,fma,f16c")))
 

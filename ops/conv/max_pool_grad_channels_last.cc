@@ -7,6 +7,9 @@
 
 #include "ops/common/elementwise_math.h"
 #include "ops/common/float32_buffers.h"
+#if defined(__x86_64__)
+#include "ops/common/widen_avx512.h"
+#endif
 #include "ops/conv/pool_2d.h"
 #include "ops/conv/max_pool_rule.h"
 #include "runtime/exec/thread_pool.h"
@@ -53,20 +56,36 @@ __attribute__((target_clones("avx2", "default"))) void MaxPool2x2GradRowPortable
 }
 
 #if defined(__x86_64__)
-// The same, 16 channels at a time (the compiler leaves the portable loop scalar).
-__attribute__((target("avx512f"))) void MaxPool2x2GradRowAvx512(const float* top, const float* bottom,
-                                                               const float* dy, int64_t out_w, int64_t channels,
-                                                               bool relu_slope, float* dx_top, float* dx_bottom) {
+// The same, 16 channels at a time (the compiler leaves the portable loop scalar), on top,
+// bottom and dy of `kDtype` widened as they are loaded (float16/bfloat16 ones only with
+// whole blocks of 16 channels); dX is float32.
+template <DType kDtype>
+__attribute__((target("avx512f"))) void MaxPool2x2GradRowAvx512(const void* top, const void* bottom, const void* dy,
+                                                               int64_t out_w, int64_t channels, bool relu_slope,
+                                                               float* dx_top, float* dx_bottom) {
   for (int64_t ow = 0; ow < out_w; ++ow) {
     const int64_t left = 2 * ow * channels, right = left + channels;
     for (int64_t c = 0; c < channels; c += 16) {
       const __mmask16 m = FirstLanes(channels - c);
-      const __m512 a = _mm512_maskz_loadu_ps(m, top + left + c), b = _mm512_maskz_loadu_ps(m, top + right + c);
-      const __m512 d0 = _mm512_maskz_loadu_ps(m, bottom + left + c), d1 = _mm512_maskz_loadu_ps(m, bottom + right + c);
+      __m512 a, b, d0, d1, g;
+      if constexpr (kDtype == DType::kFloat32) {
+        const auto* t = static_cast<const float*>(top);
+        const auto* u = static_cast<const float*>(bottom);
+        a = _mm512_maskz_loadu_ps(m, t + left + c);
+        b = _mm512_maskz_loadu_ps(m, t + right + c);
+        d0 = _mm512_maskz_loadu_ps(m, u + left + c);
+        d1 = _mm512_maskz_loadu_ps(m, u + right + c);
+        g = _mm512_maskz_loadu_ps(m, static_cast<const float*>(dy) + ow * channels + c);
+      } else {
+        a = Widen16<kDtype>(top, left + c);
+        b = Widen16<kDtype>(top, right + c);
+        d0 = Widen16<kDtype>(bottom, left + c);
+        d1 = Widen16<kDtype>(bottom, right + c);
+        g = Widen16<kDtype>(dy, ow * channels + c);
+      }
       const __mmask16 right_top = Takes16(b, a), right_bottom = Takes16(d1, d0);
       const __m512 top_max = _mm512_mask_mov_ps(a, right_top, b), bottom_max = _mm512_mask_mov_ps(d0, right_bottom, d1);
       const __mmask16 lower = Takes16(bottom_max, top_max);
-      __m512 g = _mm512_maskz_loadu_ps(m, dy + ow * channels + c);
       if (relu_slope) {
         // ReluSlope as a multiply by 1 or 0, so that g * 0 keeps its sign and NaN as ReluGrad's does.
         const __m512 chosen = _mm512_mask_mov_ps(top_max, lower, bottom_max);
@@ -80,13 +99,34 @@ __attribute__((target("avx512f"))) void MaxPool2x2GradRowAvx512(const float* top
     }
   }
 }
+
+// dX of image n, tiled, from float16/bfloat16 X and channels-last dY of one dtype, read
+// in place: each output row's two dX rows are made in float32 in `rows` (2 * in_w * C
+// values, in L1) and rounded into dX, or written straight into a float32 dX.
+void MaxPool2x2GradImageLowAvx512(const Tensor& x, const Tensor& dy, int64_t n, const WindowGeometry& g,
+                                  bool relu_slope, float* rows, Tensor& dx) {
+  const int64_t channels = x.dim(1), in_w = g.in[1], out_w = g.out[1];
+  const int64_t row = in_w * channels, in_size = g.in[0] * row, out_size = g.out[0] * out_w * channels;
+  const size_t element = DTypeSize(x.dtype());
+  const char* xs = static_cast<const char*>(x.raw_data()) + n * in_size * element;
+  const char* gs = static_cast<const char*>(dy.raw_data()) + n * out_size * element;
+  const auto kernel = x.dtype() == DType::kFloat16 ? MaxPool2x2GradRowAvx512<DType::kFloat16>
+                                                   : MaxPool2x2GradRowAvx512<DType::kBFloat16>;
+  for (int64_t oh = 0; oh < g.out[0]; ++oh) {
+    const int64_t offset = n * in_size + 2 * oh * row;  // of the two dX rows
+    float* out = dx.dtype() == DType::kFloat32 ? dx.data<float>() + offset : rows;
+    kernel(xs + 2 * oh * row * element, xs + (2 * oh + 1) * row * element, gs + oh * out_w * channels * element, out_w,
+           channels, relu_slope, out, out + row);
+    if (out == rows) StoreFloat32Block(rows, offset, 2 * row, dx);
+  }
+}
 #endif
 
 void MaxPool2x2GradRow(const float* top, const float* bottom, const float* dy, int64_t out_w, int64_t channels,
                        bool relu_slope, float* dx_top, float* dx_bottom) {
 #if defined(__x86_64__)
   if (Pool2x2UsesAvx512()) {
-    return MaxPool2x2GradRowAvx512(top, bottom, dy, out_w, channels, relu_slope, dx_top, dx_bottom);
+    return MaxPool2x2GradRowAvx512<DType::kFloat32>(top, bottom, dy, out_w, channels, relu_slope, dx_top, dx_bottom);
   }
 #endif
   MaxPool2x2GradRowPortable(top, bottom, dy, out_w, channels, relu_slope, dx_top, dx_bottom);
@@ -109,6 +149,18 @@ Status MaxPoolGradChannelsLast(KernelContext& context, const Tensor& dy, bool dy
   const bool float32_dx = dx.dtype() == DType::kFloat32;
   // Chunks of at least ~16K elements: waking a thread for less costs more than it saves.
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, in_size));
+#if defined(__x86_64__)
+  // Low-precision X and dY read in place by the AVX-512 tile kernel, without widened
+  // copies of each image.
+  if (tiles && Pool2x2UsesAvx512() && x.dtype() != DType::kFloat32 && dy.dtype() == x.dtype() && dy_channels_last &&
+      channels % 16 == 0) {
+    context.threads().ParallelFor(batch, grain, [&](int64_t begin, int64_t end) {
+      std::vector<float> rows(static_cast<size_t>(2 * in_w * channels));
+      for (int64_t n = begin; n < end; ++n) MaxPool2x2GradImageLowAvx512(x, dy, n, g, relu_slope, rows.data(), dx);
+    });
+    return Status::Ok();
+  }
+#endif
   context.threads().ParallelFor(batch, grain, [&](int64_t begin, int64_t end) {
     std::vector<float> x_buffer(static_cast<size_t>(x.dtype() == DType::kFloat32 ? 0 : in_size));
     std::vector<float> dy_planes(static_cast<size_t>(dy_channels_last || dy.dtype() == DType::kFloat32 ? 0 : out_size));
