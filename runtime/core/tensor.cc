@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string_view>
 #include <utility>
 
 #include <sys/mman.h>
@@ -26,6 +27,20 @@ std::string ShapeToString(const Shape& shape) {
   return text + "]";
 }
 
+namespace {
+
+// ONNX_AMP_HUGE_PAGES=0 turns the huge-page request below off, for a system where
+// compacting memory for huge pages stalls more than the TLB misses cost.
+bool HugePagesWanted() {
+  static const bool wanted = [] {
+    const char* value = std::getenv("ONNX_AMP_HUGE_PAGES");
+    return value == nullptr || std::string_view(value) != "0";
+  }();
+  return wanted;
+}
+
+}  // namespace
+
 std::shared_ptr<Buffer> Buffer::AllocateCpu(size_t bytes) {
   // A buffer of several megabytes (a weight, an activation, an arena) starts on a 2 MiB
   // boundary and asks for transparent huge pages: a GEMM walking a 4096 x 4096 float32
@@ -33,7 +48,7 @@ std::shared_ptr<Buffer> Buffer::AllocateCpu(size_t bytes) {
   // unit MLP's training step 4-5%. Where Linux's setting is `madvise` (the usual default)
   // a process gets huge pages only where it asks; where they are off it changes nothing.
   constexpr size_t kHugePage = size_t{2} << 20;
-  const size_t alignment = bytes >= 2 * kHugePage ? kHugePage : 64;
+  const size_t alignment = bytes >= 2 * kHugePage && HugePagesWanted() ? kHugePage : 64;
   const size_t rounded = (bytes + alignment - 1) / alignment * alignment;
   void* data = std::aligned_alloc(alignment, rounded == 0 ? alignment : rounded);
   if (data == nullptr) throw std::bad_alloc();
