@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/common/cpu_clones.h"
 #include "ops/training/gradient_math.h"
 #include "ops/training/optimizer_math.h"
 #include "ops/training/training_kernels.h"
@@ -95,11 +96,13 @@ Expected<UpdateTensors> ReadUpdateTensors(const KernelContext& context, int num_
 }
 
 // Runs element(weight, slot0, slot1, gradient) over [begin, end), reading from `in_*`
-// and writing to `out_*` (the same arrays when updating in place). The slot count is a
-// template argument so that the loop has no per-element branch and vectorises.
+// and writing to `out_*` (the same arrays when updating in place, else apart: ivdep
+// spares the in-place case the vectoriser's overlap check, which it fails). The slot
+// count is a template argument so that the loop has no per-element branch and vectorises.
 template <int kSlots, typename Element>
-void UpdateRange(const float* in_w, const float* const* in_s, const float* in_g, float* out_w, float* const* out_s,
-                 int64_t begin, int64_t end, const Element& element) {
+ONNX_AMP_CPU_CLONES void UpdateRange(const float* in_w, const float* const* in_s, const float* in_g, float* out_w,
+                                     float* const* out_s, int64_t begin, int64_t end, const Element& element) {
+#pragma GCC ivdep
   for (int64_t i = begin; i < end; ++i) {
     float weight = in_w[i];
     float slot0 = kSlots > 0 ? in_s[0][i] : 0.0f;
@@ -182,6 +185,22 @@ Status AdamFamily(KernelContext& context, bool decoupled_decay) {
   });
 }
 
+// The non-finite bits of in[begin, end) (tested on the scaled values), and out = in * inv
+// there unless `out` is null (the same array as `in` in place, else apart).
+ONNX_AMP_CPU_CLONES uint32_t CheckAndUnscale(const float* in, float* out, float inv, int64_t begin, int64_t end) {
+  uint32_t flags = 0;
+  if (out == nullptr) {
+    for (int64_t i = begin; i < end; ++i) flags |= NonFiniteBit(in[i]);
+    return flags;
+  }
+#pragma GCC ivdep
+  for (int64_t i = begin; i < end; ++i) {
+    flags |= NonFiniteBit(in[i]);
+    out[i] = in[i] * inv;
+  }
+  return flags;
+}
+
 }  // namespace
 
 Status UnscaleAndCheckKernel(KernelContext& context) {
@@ -213,16 +232,7 @@ Status UnscaleAndCheckKernel(KernelContext& context) {
     }
     std::atomic<bool> non_finite{false};
     context.threads().ParallelFor(gradient.num_elements(), kGrain, [&](int64_t begin, int64_t end) {
-      uint32_t flags = 0;
-      if (out == nullptr) {
-        for (int64_t i = begin; i < end; ++i) flags |= NonFiniteBit(in[i]);
-      } else {
-        for (int64_t i = begin; i < end; ++i) {
-          flags |= NonFiniteBit(in[i]);  // tested on the scaled value
-          out[i] = in[i] * inv;
-        }
-      }
-      if (AnyNonFinite(flags)) non_finite.store(true, std::memory_order_relaxed);
+      if (AnyNonFinite(CheckAndUnscale(in, out, inv, begin, end))) non_finite.store(true, std::memory_order_relaxed);
     });
     if (non_finite.load() && first_non_finite < 0) first_non_finite = k;
   }
