@@ -26,21 +26,37 @@ std::vector<std::pair<std::string, OpTime>> SlowestFirst(const std::map<std::str
   return rows;
 }
 
+// The op types' rows, slowest first: calls and milliseconds divided by `divisor` (1 for
+// one run, the step count for a training run's totals) and each type's share of the
+// kernels' time, under a header naming the two columns. Adds the kernels' seconds (not
+// divided) to `kernel_seconds`.
+std::string OpRows(const std::map<std::string, OpTime>& op_times, int64_t divisor, const char* calls_column,
+                   const char* time_column, double& kernel_seconds) {
+  const std::vector<std::pair<std::string, OpTime>> rows = SlowestFirst(op_times);
+  double op_total = 0;
+  for (const auto& row : rows) op_total += row.second.seconds;
+  kernel_seconds += op_total;
+  const double scale = divisor > 0 ? 1.0 / static_cast<double>(divisor) : 0.0;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-32s %10s %10s %7s\n", "op type", calls_column, time_column, "share");
+  std::string out = line;
+  for (const auto& [op, time] : rows) {
+    char calls[32];  // whole counts for one run, a mean for many
+    if (divisor == 1) std::snprintf(calls, sizeof calls, "%lld", static_cast<long long>(time.calls));
+    else std::snprintf(calls, sizeof calls, "%.4g", static_cast<double>(time.calls) * scale);
+    std::snprintf(line, sizeof line, "%-32s %10s %10.3f %6.1f%%\n", op.c_str(), calls, time.seconds * 1e3 * scale,
+                  op_total > 0 ? 100.0 * time.seconds / op_total : 0.0);
+    out += line;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string FormatRunStats(const RunStats& stats) {
-  const std::vector<std::pair<std::string, OpTime>> rows = SlowestFirst(stats.op_times);
   double op_total = 0;
-  for (const auto& row : rows) op_total += row.second.seconds;
-  std::string out;
+  std::string out = OpRows(stats.op_times, 1, "calls", "time (ms)", op_total);
   char line[256];
-  std::snprintf(line, sizeof line, "%-24s %8s %12s %7s\n", "op type", "calls", "time (ms)", "share");
-  out += line;
-  for (const auto& [op, time] : rows) {
-    std::snprintf(line, sizeof line, "%-24s %8lld %12.3f %6.1f%%\n", op.c_str(), static_cast<long long>(time.calls),
-                  time.seconds * 1e3, op_total > 0 ? 100.0 * time.seconds / op_total : 0.0);
-    out += line;
-  }
   std::snprintf(line, sizeof line, "total run time: %.3f ms (kernels %.3f ms)\n", stats.total_seconds * 1e3, op_total * 1e3);
   out += line;
   out += "peak tensor memory: " + FormatBytes(stats.peak_live_bytes) + " live at once, vs " +
@@ -52,7 +68,7 @@ std::string FormatRunStats(const RunStats& stats) {
   if (stats.device_steps > 0) {
     // Device kernels are queued, not waited for: their times are launch times.
     int64_t steps = 0;
-    for (const auto& row : rows) steps += row.second.calls;
+    for (const auto& row : stats.op_times) steps += row.second.calls;
     std::snprintf(line, sizeof line, "on the device: %lld of %lld steps (their times above are launch times)\n",
                   static_cast<long long>(stats.device_steps), static_cast<long long>(steps));
     out += line;
@@ -72,19 +88,9 @@ void OpTimeTotals::Add(const RunStats& run) {
 
 std::string FormatOpTimesPerStep(const OpTimeTotals& totals, int64_t steps) {
   const double per_step = steps > 0 ? 1.0 / static_cast<double>(steps) : 0.0;
-  const std::vector<std::pair<std::string, OpTime>> rows = SlowestFirst(totals.op_times);
   double op_total = 0;
-  for (const auto& row : rows) op_total += row.second.seconds;
-  std::string out;
+  std::string out = OpRows(totals.op_times, steps, "calls/step", "ms/step", op_total);
   char line[256];
-  std::snprintf(line, sizeof line, "%-32s %10s %10s %7s\n", "op type", "calls/step", "ms/step", "share");
-  out += line;
-  for (const auto& [op, time] : rows) {
-    std::snprintf(line, sizeof line, "%-32s %10.4g %10.3f %6.1f%%\n", op.c_str(),
-                  static_cast<double>(time.calls) * per_step, time.seconds * 1e3 * per_step,
-                  op_total > 0 ? 100.0 * time.seconds / op_total : 0.0);
-    out += line;
-  }
   std::snprintf(line, sizeof line, "per step over %lld steps: %.3f ms in runs, %.3f ms in kernels\n",
                 static_cast<long long>(steps), totals.run_seconds * 1e3 * per_step, op_total * 1e3 * per_step);
   out += line;
