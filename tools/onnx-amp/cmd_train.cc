@@ -181,7 +181,8 @@ void PrintStepStats(const OpTimeTotals& op_times, int64_t timed_steps) {
     std::fprintf(stderr, "--stats: no step after the first ran, and the first (which builds the kernels) is not timed\n");
     return;
   }
-  std::printf("time per op type, per step (steps 2-%lld; step graph and update graph, evaluation left out):\n%s",
+  std::printf("time per op type, per step (this run's steps 2-%lld; step graph and update graph, evaluation left "
+              "out):\n%s",
               static_cast<long long>(timed_steps + 1), FormatOpTimesPerStep(op_times, timed_steps).c_str());
   std::fflush(stdout);
 }
