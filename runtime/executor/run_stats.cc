@@ -59,7 +59,12 @@ std::string FormatRunStats(const RunStats& stats) {
   char line[256];
   std::snprintf(line, sizeof line, "total run time: %.3f ms (kernels %.3f ms)\n", stats.total_seconds * 1e3, op_total * 1e3);
   out += line;
-  out += "peak tensor memory: " + FormatBytes(stats.peak_live_bytes) + " live at once, vs " +
+  return out + FormatMemoryStats(stats);
+}
+
+std::string FormatMemoryStats(const RunStats& stats) {
+  char line[256];
+  std::string out = "peak tensor memory: " + FormatBytes(stats.peak_live_bytes) + " live at once, vs " +
          FormatBytes(stats.sum_tensor_bytes) + " for all intermediate tensors\n";
   std::snprintf(line, sizeof line, "allocated: %s; buffer reuses: %lld; in-place outputs: %lld\n",
                 FormatBytes(stats.allocated_bytes).c_str(), static_cast<long long>(stats.buffer_reuses),
@@ -86,13 +91,16 @@ void OpTimeTotals::Add(const RunStats& run) {
   device_steps += run.device_steps;
 }
 
-std::string FormatOpTimesPerStep(const OpTimeTotals& totals, int64_t steps) {
-  const double per_step = steps > 0 ? 1.0 / static_cast<double>(steps) : 0.0;
+std::string FormatOpTimesPer(const OpTimeTotals& totals, int64_t count, const std::string& unit) {
+  const double per_unit = count > 0 ? 1.0 / static_cast<double>(count) : 0.0;
   double op_total = 0;
-  std::string out = OpRows(totals.op_times, steps, "calls/step", "ms/step", op_total);
+  const std::string calls_column = "calls/" + unit;
+  const std::string time_column = "ms/" + unit;
+  std::string out = OpRows(totals.op_times, count, calls_column.c_str(), time_column.c_str(), op_total);
   char line[256];
-  std::snprintf(line, sizeof line, "per step over %lld steps: %.3f ms in runs, %.3f ms in kernels\n",
-                static_cast<long long>(steps), totals.run_seconds * 1e3 * per_step, op_total * 1e3 * per_step);
+  std::snprintf(line, sizeof line, "per %s over %lld %ss: %.3f ms in runs, %.3f ms in kernels\n", unit.c_str(),
+                static_cast<long long>(count), unit.c_str(), totals.run_seconds * 1e3 * per_unit,
+                op_total * 1e3 * per_unit);
   out += line;
   if (totals.device_steps > 0) out += "steps on the device count their launch times, not their run times\n";
   return out;

@@ -29,8 +29,11 @@ struct RunStats {
 // A table, slowest op type first, then the memory lines.
 std::string FormatRunStats(const RunStats& stats);
 
+// The memory lines alone: peak live tensor bytes, allocations and reuses, device steps.
+std::string FormatMemoryStats(const RunStats& stats);
+
 // Time per op type summed over many runs (a training run's steps, each one run of the
-// step graph and one of the update graph).
+// step graph and one of the update graph, or `onnx-amp run --repeat`'s runs).
 struct OpTimeTotals {
   std::map<std::string, OpTime> op_times;
   double run_seconds = 0;    // the runs' wall time, kernels and what lies between them
@@ -38,8 +41,9 @@ struct OpTimeTotals {
   void Add(const RunStats& run);
 };
 
-// A table of the totals divided by `steps`: calls and milliseconds per step of each op
-// type, slowest first, with its share of the kernels' time, then the runs' time per step.
-std::string FormatOpTimesPerStep(const OpTimeTotals& totals, int64_t steps);
+// A table of the totals divided by `count`: calls and milliseconds per `unit` ("step" for
+// a training run's steps, "run" for repeated inference runs) of each op type, slowest
+// first, with its share of the kernels' time, then the runs' time per unit.
+std::string FormatOpTimesPer(const OpTimeTotals& totals, int64_t count, const std::string& unit);
 
 }  // namespace onnx_amp

@@ -1,5 +1,6 @@
 """End-to-end tests of `onnx-amp run`: the bundled models, and their mixed_float16
-conversions, match ONNX Runtime; --stats shows buffer reuse on the guide's MLP.
+conversions, match ONNX Runtime; --stats shows buffer reuse on the guide's MLP; --repeat
+times the runs after the first.
 
 usage: run_cli_test.py --cli ONNX_AMP --models MODELS_DIR
 """
@@ -121,6 +122,38 @@ class RunStats(unittest.TestCase):
         match = re.search(r"peak tensor memory: ([0-9.]+) MiB live at once, vs ([0-9.]+) MiB", stdout)
         self.assertIsNotNone(match, stdout)
         return float(match.group(1)), float(match.group(2))
+
+
+class Repeat(unittest.TestCase):
+    """--repeat N runs the model N times: the latency line covers runs 2-N, --stats
+    shows calls and milliseconds per run averaged over them, and the outputs are the
+    last run's, the same as one run's."""
+
+    def test_cnn_latency_and_per_run_table(self):
+        model = Path(ARGS.models) / "cnn.onnx"
+        with tempfile.TemporaryDirectory() as folder:
+            once, repeated = Path(folder) / "once.npz", Path(folder) / "repeated.npz"
+            run_cli("run", model, "--random", "--dim", "batch=4", "-o", once)
+            stdout = run_cli("run", model, "--random", "--dim", "batch=4", "--repeat", "5", "--stats", "-o", repeated)
+            first, last = np.load(once), np.load(repeated)
+            for name in first.files:
+                np.testing.assert_array_equal(first[name], last[name])
+        self.assertIn("time per op type, per run (runs 2-5):", stdout)
+        # The CNN has two convolutions, each with its batch norm and Relu fused in.
+        self.assertRegex(stdout, r"Conv\+BatchNormalization\+Relu\s+2\s+[0-9.]+\s")
+        self.assertIn("per run over 4 runs:", stdout)
+        match = re.search(r"latency over runs 2-5 \(the first builds the kernels\): median ([0-9.]+) ms, "
+                          r"min ([0-9.]+) ms, max ([0-9.]+) ms", stdout)
+        self.assertIsNotNone(match, stdout)
+        median, low, high = map(float, match.groups())
+        self.assertTrue(0 < low <= median <= high, stdout)
+
+    def test_bad_repeat_is_a_usage_error(self):
+        model = Path(ARGS.models) / "cnn.onnx"
+        result = subprocess.run([ARGS.cli, "run", str(model), "--random", "--dim", "batch=1", "--repeat", "0"],
+                                capture_output=True, text=True)
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertIn("--repeat", result.stderr)
 
 
 class MaxMemory(unittest.TestCase):

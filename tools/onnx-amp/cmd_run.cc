@@ -1,9 +1,12 @@
 // `onnx-amp run MODEL [--inputs FILE.npz] [--input NAME=FILE ...] [--random [--seed N]]
-// [--dim NAME=N ...] [-o OUT.npz] [--stats] [--threads N] [--no-fuse]`: runs a model on the CPU
-// executor. Inputs come from an .npz (arrays named by input name), from single files
-// (.npy, .pb TensorProto, or an .npz holding an array of that name), or are generated
-// from the declared types and shapes. Outputs go to an .npz named by output name, or are
-// summarized on stdout.
+// [--dim NAME=N ...] [-o OUT.npz] [--stats] [--repeat N] [--threads N] [--no-fuse]`: runs a
+// model on the CPU executor. Inputs come from an .npz (arrays named by input name), from
+// single files (.npy, .pb TensorProto, or an .npz holding an array of that name), or are
+// generated from the declared types and shapes. Outputs go to an .npz named by output name,
+// or are summarized on stdout. --repeat times the runs after the first, which builds the
+// kernels (oneDNN primitives, packed weights).
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -15,6 +18,7 @@
 #include "runtime/core/convert.h"
 #include "runtime/executor/executor.h"
 #include "runtime/executor/random_inputs.h"
+#include "runtime/executor/run_stats.h"
 #include "runtime/io/npy.h"
 #include "runtime/io/npz.h"
 #include "runtime/io/tensor_proto.h"
@@ -37,6 +41,7 @@ struct RunOptions {
   std::vector<std::string> dims;
   std::string output;
   bool stats = false;
+  int repeat = 1;
   int threads = 0;
   bool no_fuse = false;
   std::string max_memory;
@@ -185,6 +190,19 @@ Status WriteText(const std::string& text) {
   return Status::Ok();
 }
 
+// One line: the median, minimum and maximum wall time of runs 2 to `repeat`.
+std::string FormatLatencies(std::vector<double> latencies_ms, int repeat) {
+  std::sort(latencies_ms.begin(), latencies_ms.end());
+  const size_t count = latencies_ms.size();
+  const double median = count % 2 == 1 ? latencies_ms[count / 2]
+                                       : 0.5 * (latencies_ms[count / 2 - 1] + latencies_ms[count / 2]);
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "latency over runs 2-%d (the first builds the kernels): median %.3f ms, min %.3f ms, max %.3f ms\n",
+                repeat, median, latencies_ms.front(), latencies_ms.back());
+  return line;
+}
+
 Status RunModel(const RunOptions& options) {
   ExecutorOptions executor_options;
   ONNX_AMP_ASSIGN_OR_RETURN(const std::unique_ptr<Device> device, OpenDevice(options.device));
@@ -196,8 +214,19 @@ Status RunModel(const RunOptions& options) {
   Expected<std::unique_ptr<Executor>> executor = Executor::Create(model, executor_options);
   if (!executor.ok()) return executor.status().WithContext(options.model);
   ONNX_AMP_ASSIGN_OR_RETURN(const auto feeds, GatherInputs(options, **executor));
+  // The first run builds the kernels and is not timed; the outputs written are the last run's.
   Expected<RunResult> result = (*executor)->Run(feeds);
   if (!result.ok()) return result.status().WithContext(options.model);
+  std::vector<double> latencies_ms;
+  OpTimeTotals timed_ops;
+  for (int run = 1; run < options.repeat; ++run) {
+    const auto start = std::chrono::steady_clock::now();
+    result = (*executor)->Run(feeds);
+    const auto end = std::chrono::steady_clock::now();
+    if (!result.ok()) return result.status().WithContext(options.model);
+    latencies_ms.push_back(std::chrono::duration<double, std::milli>(end - start).count());
+    timed_ops.Add(result->stats);
+  }
 
   if (!options.output.empty()) {
     std::vector<NamedTensor> arrays;
@@ -217,8 +246,17 @@ Status RunModel(const RunOptions& options) {
     }
     ONNX_AMP_RETURN_IF_ERROR(WriteText(text));
   }
-  if (options.stats) ONNX_AMP_RETURN_IF_ERROR(WriteText(FormatRunStats(result->stats)));
-  return Status::Ok();
+  if (options.repeat == 1) {
+    if (options.stats) ONNX_AMP_RETURN_IF_ERROR(WriteText(FormatRunStats(result->stats)));
+    return Status::Ok();
+  }
+  if (options.stats) {
+    const int64_t timed_runs = static_cast<int64_t>(latencies_ms.size());
+    ONNX_AMP_RETURN_IF_ERROR(WriteText("time per op type, per run (runs 2-" + std::to_string(options.repeat) +
+                                       "):\n" + FormatOpTimesPer(timed_ops, timed_runs, "run") +
+                                       FormatMemoryStats(result->stats)));
+  }
+  return WriteText(FormatLatencies(latencies_ms, options.repeat));
 }
 
 }  // namespace
@@ -235,6 +273,11 @@ void AddRunCommand(CLI::App& app, CommandRunner& runner) {
   command->add_option("--dim", options->dims, "NAME=N: size of a symbolic dim, for --random");
   command->add_option("-o,--output", options->output, "Write the outputs to this .npz, named by output name");
   command->add_flag("--stats", options->stats, "Print time per op type and peak tensor memory");
+  command
+      ->add_option("--repeat", options->repeat,
+                   "Run N times and print the latency of runs 2-N (the first builds the kernels); with --stats, "
+                   "time per op type averaged over them")
+      ->check(CLI::Range(1, 1000000));
   command->add_option("--threads", options->threads, "Worker threads (0: one per core)")->check(CLI::NonNegativeNumber);
   command->add_flag("--no-fuse", options->no_fuse,
                     "Run each node as its own step (no Conv/Gemm/MatMul + activation fusion)");

@@ -183,7 +183,7 @@ void PrintStepStats(const OpTimeTotals& op_times, int64_t timed_steps) {
   }
   std::printf("time per op type, per step (this run's steps 2-%lld; step graph and update graph, evaluation left "
               "out):\n%s",
-              static_cast<long long>(timed_steps + 1), FormatOpTimesPerStep(op_times, timed_steps).c_str());
+              static_cast<long long>(timed_steps + 1), FormatOpTimesPer(op_times, timed_steps, "step").c_str());
   std::fflush(stdout);
 }
 
