@@ -43,7 +43,10 @@ struct PanelPlan {
 // float32's peak RSS, a third 2% below it). Within that, as few widenings as the
 // budget allows: B whole when it fits beside a 64-row panel of A (every element widened
 // once), else the most rows of A beside column panels of B (B widened once per row
-// panel).
+// panel). A whole beside 256-column panels of B, which also widens every element once,
+// may take twice the budget: the MLP's mixed step at batch 1024 then ran 4% faster
+// (its 4096 x 4096 weights had been widened twice) and its peak RSS did not move, the
+// peak lying where no product runs.
 PanelPlan PlanPanels(int64_t m, int64_t k, int64_t n, bool low_output) {
   const int64_t saved_bytes = 2 * (m * k + k * n + (low_output ? m * n : 0));
   const int64_t budget = std::max(kMinWorkFloats, saved_bytes / 3 / static_cast<int64_t>(sizeof(float)));
@@ -56,6 +59,11 @@ PanelPlan PlanPanels(int64_t m, int64_t k, int64_t n, bool low_output) {
     return plan;
   }
   const int64_t min_cols = std::min(n, kMinPanelColumns);
+  if (m * (k + min_cols) + k * min_cols <= 2 * budget) {
+    plan.rows = m;
+    plan.cols = min_cols;
+    return plan;
+  }
   plan.rows = std::clamp(RoundDownTo64((budget - k * min_cols) / (k + min_cols)), min_rows, m);
   plan.cols = std::clamp(RoundDownTo64((budget - plan.rows * k) / (k + plan.rows)), min_cols, n);
   return plan;

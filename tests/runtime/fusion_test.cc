@@ -389,12 +389,12 @@ TEST(FusionPlanTest, CastToFloat32FoldsIntoMatMulAndKeepsTheRounding) {
 
 // Products large enough to be widened in panels (ops/common/widened_panels.h), each
 // followed by a Cast to float32 (folded: rounded in place in the float32 output) and by a
-// Relu (fused: applied to each finished block): [100, 8000] @ [8000, 300] takes row and
+// Relu (fused: applied to each finished block): [300, 8000] @ [8000, 300] takes row and
 // column panels, [1100, 2100] @ [2100, 40] all of B beside two row panels.
 onnx::ModelProto PanelledProductsModel(onnx::TensorProto::DataType low) {
   onnx::GraphProto graph;
   graph.set_name("panelled_products");
-  const std::vector<std::tuple<std::string, int64_t, int64_t, int64_t>> products = {{"wide", 100, 8000, 300},
+  const std::vector<std::tuple<std::string, int64_t, int64_t, int64_t>> products = {{"wide", 300, 8000, 300},
                                                                                     {"tall", 1100, 2100, 40}};
   for (const auto& [name, m, k, n] : products) {
     for (const auto& [input, dims] : {std::pair{name + "_a", std::vector<int64_t>{m, k}},
