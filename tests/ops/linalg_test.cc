@@ -203,12 +203,20 @@ void CheckGemm(DType dtype, const GemmCase& g, uint32_t seed) {
   ref.shape = {g.m, g.n};
   Shape c2 = c_shape;
   while (c2.size() < 2) c2.insert(c2.begin(), 1);
+  // A's rows and B's columns gathered contiguous first: the panel cases reach 648M terms.
+  std::vector<double> a_rows(static_cast<size_t>(g.m * g.k)), b_columns(static_cast<size_t>(g.n * g.k));
+  for (int64_t i = 0; i < g.m; ++i) {
+    for (int64_t kk = 0; kk < g.k; ++kk) a_rows[i * g.k + kk] = g.trans_a ? a.values[kk * g.m + i] : a.values[i * g.k + kk];
+  }
+  for (int64_t j = 0; j < g.n; ++j) {
+    for (int64_t kk = 0; kk < g.k; ++kk) b_columns[j * g.k + kk] = g.trans_b ? b.values[j * g.k + kk] : b.values[kk * g.n + j];
+  }
   for (int64_t i = 0; i < g.m; ++i) {
     for (int64_t j = 0; j < g.n; ++j) {
       double sum = 0, abs_sum = 0;
       for (int64_t kk = 0; kk < g.k; ++kk) {
-        const double x = g.trans_a ? a.values[kk * g.m + i] : a.values[i * g.k + kk];
-        const double y = g.trans_b ? b.values[j * g.k + kk] : b.values[kk * g.n + j];
+        const double x = a_rows[i * g.k + kk];
+        const double y = b_columns[j * g.k + kk];
         sum += x * y;
         abs_sum += std::abs(x * y);
       }
