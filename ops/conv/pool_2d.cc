@@ -10,6 +10,8 @@
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+
+#include "ops/common/widen_avx512.h"
 #endif
 
 #include "ops/common/elementwise_math.h"
@@ -409,7 +411,49 @@ __attribute__((target("avx512f"))) void MaxPool2x2RowChannelsLastAvx512(const fl
     }
   }
 }
+
+// The same on float16/bfloat16 rows, in whole blocks of 16 channels: the taps widened as
+// they are loaded, the max stored back exactly, as the float32 pool between widening and
+// storing whole rows computes it.
+template <DType kDtype>
+__attribute__((target("avx512f"))) void MaxPool2x2RowChannelsLastLowAvx512(const uint16_t* top, const uint16_t* bottom,
+                                                                          int64_t out_w, int64_t channels,
+                                                                          uint16_t* out) {
+  for (int64_t ow = 0; ow < out_w; ++ow) {
+    const int64_t left = 2 * ow * channels, right = left + channels;
+    for (int64_t c = 0; c < channels; c += 16) {
+      __m512 max = Widen16<kDtype>(top, left + c);
+      max = TakeMax16(Widen16<kDtype>(top, right + c), max);
+      max = TakeMax16(Widen16<kDtype>(bottom, left + c), max);
+      max = TakeMax16(Widen16<kDtype>(bottom, right + c), max);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + ow * channels + c), NarrowExact16<kDtype>(max));
+    }
+  }
+}
 #endif
+
+// Whether MaxPool2x2RowChannelsLastLow takes a pool: 2x2 tiles on AVX-512, float16 or
+// bfloat16, whole blocks of 16 channels.
+bool PoolsLowRowsOnAvx512(bool tiles_avx512, DType dtype, int64_t channels) {
+#if defined(__x86_64__)
+  return tiles_avx512 && IsLowPrecision(dtype) && channels % 16 == 0;
+#else
+  (void)tiles_avx512, (void)dtype, (void)channels;
+  return false;
+#endif
+}
+
+// One output row of a float16/bfloat16 channels-last 2x2 max pool (PoolsLowRowsOnAvx512)
+// from the input rows `top` and `bottom` into `out` ([out_w, C]).
+void MaxPool2x2RowChannelsLastLow(DType dtype, const uint16_t* top, const uint16_t* bottom, int64_t out_w,
+                                  int64_t channels, uint16_t* out) {
+#if defined(__x86_64__)
+  if (dtype == DType::kFloat16) return MaxPool2x2RowChannelsLastLowAvx512<DType::kFloat16>(top, bottom, out_w, channels, out);
+  MaxPool2x2RowChannelsLastLowAvx512<DType::kBFloat16>(top, bottom, out_w, channels, out);
+#else
+  (void)dtype, (void)top, (void)bottom, (void)out_w, (void)channels, (void)out;
+#endif
+}
 
 // One output row of a channels-last max pool into acc: the AVX-512 kernel where
 // `tiles_avx512` (Pool2x2UsesAvx512 and windows that Tiles2x2), the general walk otherwise.
@@ -432,6 +476,26 @@ Status MaxPool2dChannelsLast(KernelContext& context, const Tensor& x, const Wind
   const bool wide = x.dtype() == DType::kFloat32;
   const bool tiles_avx512 = Pool2x2UsesAvx512() && Tiles2x2(g);
   const int64_t grain = std::max<int64_t>(1, kOutputsPerChunk / std::max<int64_t>(1, out_row_size));
+  if (PoolsLowRowsOnAvx512(tiles_avx512, x.dtype(), channels)) {
+    const uint16_t* x_bits = static_cast<const uint16_t*>(x.raw_data());
+    uint16_t* y_bits = static_cast<uint16_t*>(y.raw_data());
+    context.threads().ParallelFor(x.dim(0) * out_h, grain, [&](int64_t begin, int64_t end) {
+      std::vector<uint16_t> pooled(y_channels_last ? 0 : static_cast<size_t>(out_row_size));
+      for (int64_t row = begin; row < end; ++row) {
+        const int64_t image = row / out_h, oh = row % out_h;
+        const uint16_t* top = x_bits + (image * in_h + 2 * oh) * row_size;
+        uint16_t* out = y_channels_last ? y_bits + row * out_row_size : pooled.data();
+        MaxPool2x2RowChannelsLastLow(x.dtype(), top, top + row_size, out_w, channels, out);
+        if (y_channels_last) continue;
+        // An NCHW Y: the pooled bits moved to each channel's row.
+        for (int64_t c = 0; c < channels; ++c) {
+          uint16_t* channel_row = y_bits + ((image * channels + c) * out_h + oh) * out_w;
+          for (int64_t ow = 0; ow < out_w; ++ow) channel_row[ow] = out[ow * channels + c];
+        }
+      }
+    });
+    return Status::Ok();
+  }
   context.threads().ParallelFor(x.dim(0) * out_h, grain, [&](int64_t begin, int64_t end) {
     // float16/bfloat16 rows are widened exactly; the max is one of them, so storing it
     // back rounds nothing.

@@ -1,6 +1,6 @@
 // The kernels a training plan runs on channels-last values (runtime/executor/plan_layouts.h)
-// against themselves on NCHW values: BatchNormalization, BatchNormalizationGrad and
-// MaxPoolGrad give the same bits in both orders (their sums keep their order, their
+// against themselves on NCHW values: BatchNormalization, BatchNormalizationGrad, MaxPool
+// and MaxPoolGrad give the same bits in both orders (their sums keep their order, their
 // window rule its picks), ConvGrad the same numbers within float32 rounding of its sums
 // (oneDNN's kernels for the two layouts add in different orders). The inputs carry NaN,
 // infinities, ties and signed zeros; channel counts of 16, 32 and others; float32,
@@ -175,6 +175,49 @@ struct PoolCase {
   int64_t ceil_mode = 0;
 };
 
+// Y of a pool case, from ONNX's output size rule.
+Shape PooledShape(const PoolCase& pool) {
+  Shape y = pool.x;
+  for (size_t axis = 0; axis < 2; ++axis) {
+    const int64_t span = pool.x[2 + axis] + pool.pads[axis] + pool.pads[2 + axis] - pool.kernel[axis];
+    y[2 + axis] = (pool.ceil_mode ? (span + pool.strides[axis] - 1) : span) / pool.strides[axis] + 1;
+  }
+  return y;
+}
+
+TEST(ChannelsLastKernelsTest, MaxPoolGivesTheNchwBits) {
+  const PoolCase cases[] = {
+      {{2, 16, 8, 8}, {2, 2}, {2, 2}, {0, 0, 0, 0}},     // tiles: the CNNs' pools
+      {{3, 32, 6, 10}, {2, 2}, {2, 2}, {0, 0, 0, 0}},    // tiles, two blocks of 16 channels
+      {{2, 20, 6, 10}, {2, 2}, {2, 2}, {0, 0, 0, 0}},    // tiles, channels past a multiple of 16
+      {{2, 16, 9, 9}, {3, 3}, {2, 2}, {1, 1, 1, 1}, 1},  // overlapping, padded, ceil mode
+  };
+  std::vector<bool> avx512_choices = {false};
+  if (Pool2x2UsesAvx512()) avx512_choices.push_back(true);
+  for (bool avx512 : avx512_choices) {
+    const ScopedPool2x2Avx512 pool_kernels(avx512);
+    for (DType dtype : kDtypes) {
+      for (const PoolCase& pool : cases) {
+        for (int y_last = 0; y_last <= 1; ++y_last) {
+          for (int tied = 0; tied <= 1; ++tied) {
+            SingleNode node("MaxPool", 17);
+            node.Attr("kernel_shape", pool.kernel).Attr("strides", pool.strides).Attr("pads", pool.pads);
+            node.Attr("ceil_mode", pool.ceil_mode);
+            node.Input(tied ? TiedTensor(dtype, pool.x, 16) : SpecialTensor(dtype, pool.x, 17));
+            const std::string label = Name(dtype) + " " + ShapeToString(pool.x) + " kernel " +
+                                      std::to_string(pool.kernel[0]) + " Y channels-last " + std::to_string(y_last) +
+                                      " tied " + std::to_string(tied) + " avx512 " + std::to_string(avx512);
+            const BothOrders runs = RunBothOrders(node, 1u << 0, {}, y_last != 0);
+            ASSERT_EQ(runs.channels_last.size(), 1u) << label;
+            EXPECT_EQ(runs.channels_last[0].shape(), PooledShape(pool)) << label;
+            ExpectSameBits(runs.channels_last[0], runs.nchw[0], label);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(ChannelsLastKernelsTest, MaxPoolGradGivesTheNchwBits) {
   const PoolCase cases[] = {
       {{2, 16, 8, 8}, {2, 2}, {2, 2}, {0, 0, 0, 0}},       // tiles: the CNNs' pools
@@ -190,11 +233,7 @@ TEST(ChannelsLastKernelsTest, MaxPoolGradGivesTheNchwBits) {
       for (const PoolCase& pool : cases) {
         for (int relu = 0; relu <= 1; ++relu) {
           for (int dy_last = 0; dy_last <= 1; ++dy_last) {
-            Shape y = pool.x;
-            for (size_t axis = 0; axis < 2; ++axis) {
-              const int64_t span = pool.x[2 + axis] + pool.pads[axis] + pool.pads[2 + axis] - pool.kernel[axis];
-              y[2 + axis] = (pool.ceil_mode ? (span + pool.strides[axis] - 1) : span) / pool.strides[axis] + 1;
-            }
+            const Shape y = PooledShape(pool);
             SingleNode node("MaxPoolGrad", 17, std::string(kOnnxAmpDomain));
             node.Attr("kernel_shape", pool.kernel).Attr("strides", pool.strides).Attr("pads", pool.pads);
             node.Attr("ceil_mode", pool.ceil_mode);
