@@ -10,12 +10,9 @@
 // (runtime/executor/plan_layouts.h): oneDNN then reads and writes them as they are.
 // 2-D convolutions with at most 16 output pixels and constant weights run on the
 // few-pixels kernel instead (few_pixels_conv.h): they are bound by reading the weights.
-// 3x3 stride-1 convolutions of many channels with constant weights run on oneDNN's
-// Winograd kernels (WinogradApplies).
-#include <atomic>
-#include <cstdlib>
+// 3x3 stride-1 convolutions of many channels run on oneDNN's Winograd kernels
+// (winograd_choice.h).
 #include <string>
-#include <string_view>
 
 #include "ops/common/bf16_kernel_choice.h"
 #include "ops/common/float_compute.h"
@@ -23,6 +20,7 @@
 #include "ops/common/onednn_utils.h"
 #include "ops/conv/conv_kernels.h"
 #include "ops/conv/few_pixels_conv.h"
+#include "ops/conv/winograd_choice.h"
 #include "ops/conv/window_geometry.h"
 #include "runtime/exec/thread_pool.h"
 
@@ -70,37 +68,6 @@ bool PreferDirectKernel(dnnl::convolution_forward::primitive_desc& pd) {
   return false;
 }
 
-std::atomic<bool>& WinogradSetting() {
-  static std::atomic<bool> setting{[] {
-    const char* value = std::getenv("ONNX_AMP_CONV_WINOGRAD");
-    return value == nullptr || std::string_view(value) != "0";
-  }()};
-  return setting;
-}
-
-// Channels from which a 3x3 stride-1 float32 convolution takes oneDNN's Winograd kernel.
-// Measured on 2 AVX-512 cores against its direct (brgemm) kernel: 64 to 512 channels
-// 2-3x faster at batch 32 (ResNet-18's 28x28 to 4x4 layers) and 1.3-1.8x at batch 1;
-// 32 channels even; 16 channels or fewer 1.2-6x slower. Its error against a float64
-// reference stayed within 1.5x of the direct kernel's (2-3e-6 of the largest output
-// at 64-512 channels, batch 32).
-constexpr int64_t kWinogradMinChannels = 64;
-
-// Whether `s` with float32 operands (float32, or float16/bfloat16 widened) may take the
-// Winograd kernel: 2-D 3x3, stride 1, no dilation, one group, many channels, and
-// constant weights, which are transformed once (transforming 512 x 512 x 3 x 3 weights
-// took 58 ms, far more than the convolution: a training step's changing weights stay on
-// the direct kernel). Fixed by the shape (not timed), so a model gives the same bits
-// from run to run.
-bool WinogradApplies(const ConvShape& s, dt operand_type, bool constant_weights) {
-  const WindowGeometry& g = s.window;
-  return WinogradSetting().load(std::memory_order_relaxed) && constant_weights && operand_type == dt::f32 &&
-         g.rank() == 2 &&
-         s.group == 1 && s.in_channels >= kWinogradMinChannels && s.out_channels >= kWinogradMinChannels &&
-         g.kernel[0] == 3 && g.kernel[1] == 3 && g.strides[0] == 1 && g.strides[1] == 1 && g.dilations[0] == 1 &&
-         g.dilations[1] == 1;
-}
-
 // Which of X, Y and the fused addend are stored channels-last
 // (KernelContext::input_channels_last / output_channels_last).
 struct ConvLayouts {
@@ -134,8 +101,15 @@ Status RunDnnlConv(const ConvShape& s, dt operand_type, const void* x, dt x_type
   const auto y_md = direct_kernel && layouts.y ? dnn::ChannelBlockedDesc(y_dims, dt::f32)
                                                : dnn::ActivationDesc(y_dims, dt::f32, layouts.y);
   const bool need_optimized = operand_type != dt::f32;
-  const bool winograd = WinogradApplies(s, operand_type, w.packed != nullptr);
-  const std::string key = ConvKey(s, operand_type, bias != nullptr) + (winograd ? "/winograd" : "") +
+  // Winograd: constant weights are transformed once, into the inference kernels' own
+  // layout (transforming 512 x 512 x 3 x 3 weights took 58 ms, far more than the
+  // convolution); weights that change (training) go to the training kernels, which take
+  // them channel-blocked and transform them on each call.
+  const bool winograd =
+      operand_type == dt::f32 && WinogradApplies(s.in_channels, s.out_channels, s.group, s.window);
+  const bool constant_weights = w.packed != nullptr;
+  const std::string key = ConvKey(s, operand_type, bias != nullptr) +
+                          (winograd ? (constant_weights ? "/winograd" : "/winograd_training") : "") +
                           ActivationKey(post_op) +
                           (addend ? "/sum" + std::to_string(static_cast<int>(addend->dtype())) : "") + "/layouts" +
                           std::to_string(layouts.x) + std::to_string(layouts.y) + std::to_string(layouts.addend);
@@ -157,11 +131,11 @@ Status RunDnnlConv(const ConvShape& s, dt operand_type, const void* x, dt x_type
     const dnnl::memory::desc x_any(x_dims, operand_type, dnnl::memory::format_tag::any);
     const dnnl::memory::desc w_any(w_dims, operand_type, dnnl::memory::format_tag::any);
     const dnnl::memory::desc y_any(y_dims, dt::f32, dnnl::memory::format_tag::any);
-    const auto desc_of = [&](dnnl::algorithm algorithm) {
-      return bias != nullptr ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, algorithm, x_any,
-                                                               w_any, b_md, y_any, strides, dilations, pad_l, pad_r)
-                             : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, algorithm, x_any,
-                                                               w_any, y_any, strides, dilations, pad_l, pad_r);
+    const auto desc_of = [&](dnnl::prop_kind kind, dnnl::algorithm algorithm) {
+      return bias != nullptr ? dnnl::convolution_forward::desc(kind, algorithm, x_any, w_any, b_md, y_any, strides,
+                                                               dilations, pad_l, pad_r)
+                             : dnnl::convolution_forward::desc(kind, algorithm, x_any, w_any, y_any, strides,
+                                                               dilations, pad_l, pad_r);
     };
     dnnl::primitive_attr attr;
     dnn::PrepareAttr(attr);
@@ -172,13 +146,14 @@ Status RunDnnlConv(const ConvShape& s, dt operand_type, const void* x, dt x_type
     std::optional<dnnl::convolution_forward::primitive_desc> pd;
     if (winograd) {
       try {
-        pd.emplace(desc_of(dnnl::algorithm::convolution_winograd), attr, dnn::CpuEngine());
+        const auto kind = constant_weights ? dnnl::prop_kind::forward_inference : dnnl::prop_kind::forward_training;
+        pd.emplace(desc_of(kind, dnnl::algorithm::convolution_winograd), attr, dnn::CpuEngine());
       } catch (const dnnl::error&) {
         // No Winograd kernel for this CPU or these post-ops: the direct one below.
       }
     }
     if (!pd) {
-      const auto desc = desc_of(dnnl::algorithm::convolution_direct);
+      const auto desc = desc_of(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct);
       pd.emplace(desc, attr, dnn::CpuEngine());
       if (direct_kernel && !PreferDirectKernel(*pd)) pd.emplace(desc, attr, dnn::CpuEngine());
     }
@@ -297,10 +272,6 @@ Status LowPrecisionConv(KernelContext& context, const ConvShape& s, const Tensor
 }
 
 }  // namespace
-
-bool ConvUsesWinograd() { return WinogradSetting().load(std::memory_order_relaxed); }
-
-bool SetConvUsesWinograd(bool use) { return WinogradSetting().exchange(use); }
 
 Status ConvCpu(KernelContext& context) {
   const Tensor* x = context.input(0);

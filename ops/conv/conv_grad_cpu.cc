@@ -17,6 +17,7 @@
 #include "ops/common/onednn_utils.h"
 #include "ops/conv/conv_kernels.h"
 #include "ops/conv/window_geometry.h"
+#include "ops/conv/winograd_choice.h"
 #include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {
@@ -36,10 +37,14 @@ struct ConvProblem {
   dt dy_type = dt::f32, x_type = dt::f32;
   // Which of dY, X and dX are stored channels-last.
   bool dy_last = false, x_last = false, dx_last = false;
+  bool winograd_shape = false;  // WinogradApplies (winograd_choice.h)
+
+  // The Winograd kernels take float32 operands only.
+  bool Winograd() const { return winograd_shape && operand == dt::f32; }
 
   std::string Key(const char* direction) const {
     return std::string(direction) + "/" + std::to_string(static_cast<int>(operand)) + "/" + key + "/layouts" +
-           std::to_string(dy_last) + std::to_string(x_last) + std::to_string(dx_last);
+           std::to_string(dy_last) + std::to_string(x_last) + std::to_string(dx_last) + (Winograd() ? "/winograd" : "");
   }
 
   // How an activation of `dims` stored channels-last or not is described: row-major,
@@ -96,11 +101,12 @@ ComputeLayouts Computed(const ConvProblem& p, bool x_last, dt x_type, bool keep_
 }
 
 // The forward primitive the backward ones are built against (oneDNN's hint).
-dnnl::convolution_forward::primitive_desc ForwardHint(const ConvProblem& p, const ComputeLayouts& layouts) {
-  const dnnl::convolution_forward::desc desc(
-      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, dnn::WithDataType(layouts.x, p.operand),
-      AnyLayout(p.w_dims, p.operand), dnn::PlainDesc({p.y_dims[1]}, dt::f32), layouts.y, p.strides, p.dilations,
-      p.pad_l, p.pad_r);
+dnnl::convolution_forward::primitive_desc ForwardHint(const ConvProblem& p, const ComputeLayouts& layouts,
+                                                      dnnl::algorithm algorithm) {
+  const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_training, algorithm,
+                                             dnn::WithDataType(layouts.x, p.operand), AnyLayout(p.w_dims, p.operand),
+                                             dnn::PlainDesc({p.y_dims[1]}, dt::f32), layouts.y, p.strides,
+                                             p.dilations, p.pad_l, p.pad_r);
   return dnnl::convolution_forward::primitive_desc(desc, dnn::CpuEngine());
 }
 
@@ -118,6 +124,24 @@ auto FirstOptimized(bool any_channels_last, bool need_optimized, Make make) -> s
   return pd;
 }
 
+// The Winograd primitive `make(algorithm, keep_stored)` builds, in oneDNN's own layouts
+// (its Winograd kernels take channel-blocked ones only), where the problem takes the
+// Winograd kernels and oneDNN has them; else the first optimised direct one
+// (FirstOptimized).
+template <typename Make>
+auto WinogradOrDirect(const ConvProblem& p, bool any_channels_last, Make make)
+    -> std::optional<decltype(make(dnnl::algorithm::convolution_direct, true))> {
+  if (p.Winograd()) {
+    try {
+      return make(dnnl::algorithm::convolution_winograd, false);
+    } catch (const dnnl::error&) {
+      // No Winograd kernel on this CPU: the direct ones below.
+    }
+  }
+  return FirstOptimized(any_channels_last, p.operand != dt::f32,
+                        [&](bool keep_stored) { return make(dnnl::algorithm::convolution_direct, keep_stored); });
+}
+
 // One argument as Execute takes it: a descriptor and the data.
 using Argument = std::pair<dnnl::memory::desc, const void*>;
 
@@ -125,14 +149,14 @@ using Argument = std::pair<dnnl::memory::desc, const void*>;
 // kernel.
 Expected<dnn::Primitive> DataPrimitive(const ConvProblem& p) {
   ONNX_AMP_ASSIGN_OR_RETURN(auto primitive, dnn::CachedPrimitive(p.Key("conv_bwd_data"), p.multiply_adds, [&]() {
-    const auto pd = FirstOptimized(p.dx_last || p.dy_last, p.operand != dt::f32, [&](bool keep_stored) {
+    const auto pd = WinogradOrDirect(p, p.dx_last || p.dy_last, [&](dnnl::algorithm algorithm, bool keep_stored) {
       const ComputeLayouts layouts = Computed(p, p.dx_last, dt::f32, keep_stored);
-      const dnnl::convolution_backward_data::desc desc(dnnl::algorithm::convolution_direct, layouts.x,
-                                                       AnyLayout(p.w_dims, p.operand), layouts.y, p.strides,
-                                                       p.dilations, p.pad_l, p.pad_r);
+      const dnnl::convolution_backward_data::desc desc(algorithm, layouts.x, AnyLayout(p.w_dims, p.operand),
+                                                       layouts.y, p.strides, p.dilations, p.pad_l, p.pad_r);
       dnnl::primitive_attr attr;
       dnn::PrepareAttr(attr);
-      return dnnl::convolution_backward_data::primitive_desc(desc, attr, dnn::CpuEngine(), ForwardHint(p, layouts));
+      return dnnl::convolution_backward_data::primitive_desc(desc, attr, dnn::CpuEngine(),
+                                                             ForwardHint(p, layouts, algorithm));
     });
     if (!pd) return std::optional<dnn::Primitive>();
     dnn::Primitive primitive = dnn::MakePrimitive<dnnl::convolution_backward_data>(*pd);
@@ -151,14 +175,14 @@ Expected<dnn::Primitive> DataPrimitive(const ConvProblem& p) {
 Expected<dnn::Primitive> WeightsPrimitive(const ConvProblem& p) {
   const auto b_md = dnn::PlainDesc({p.y_dims[1]}, dt::f32);
   ONNX_AMP_ASSIGN_OR_RETURN(auto primitive, dnn::CachedPrimitive(p.Key("conv_bwd_weights"), p.multiply_adds, [&]() {
-    const auto pd = FirstOptimized(p.x_last || p.dy_last, p.operand != dt::f32, [&](bool keep_stored) {
+    const auto pd = WinogradOrDirect(p, p.x_last || p.dy_last, [&](dnnl::algorithm algorithm, bool keep_stored) {
       const ComputeLayouts layouts = Computed(p, p.x_last, p.operand, keep_stored);
-      const dnnl::convolution_backward_weights::desc desc(dnnl::algorithm::convolution_direct, layouts.x,
-                                                          AnyLayout(p.w_dims), b_md, layouts.y, p.strides,
-                                                          p.dilations, p.pad_l, p.pad_r);
+      const dnnl::convolution_backward_weights::desc desc(algorithm, layouts.x, AnyLayout(p.w_dims), b_md, layouts.y,
+                                                          p.strides, p.dilations, p.pad_l, p.pad_r);
       dnnl::primitive_attr attr;
       dnn::PrepareAttr(attr);
-      return dnnl::convolution_backward_weights::primitive_desc(desc, attr, dnn::CpuEngine(), ForwardHint(p, layouts));
+      return dnnl::convolution_backward_weights::primitive_desc(desc, attr, dnn::CpuEngine(),
+                                                                ForwardHint(p, layouts, algorithm));
     });
     if (!pd) return std::optional<dnn::Primitive>();
     dnn::Primitive primitive = dnn::MakePrimitive<dnnl::convolution_backward_weights>(*pd);
@@ -311,6 +335,7 @@ Status ConvGradKernel(KernelContext& context) {
   const bool want_dx = Wanted(context, 0), want_dw = Wanted(context, 1) || Wanted(context, 2);
   if (!want_dx && !want_dw) return Status::Ok();
   ConvProblem problem = DescribeProblem(n, channels, maps, group, g);
+  problem.winograd_shape = WinogradApplies(channels, maps, group, g);
   problem.dy_last = context.input_channels_last(0);
   problem.x_last = context.input_channels_last(1);
   problem.dx_last = want_dx && context.output_channels_last(0);

@@ -19,11 +19,4 @@ Status ConvGradKernel(KernelContext& context);         // (dY, X, W) -> dX, dW, 
 Status MaxPoolGradKernel(KernelContext& context);      // (dY, X) -> dX
 Status AveragePoolGradKernel(KernelContext& context);  // (dY, X) -> dX
 
-// Whether float32 3x3 stride-1 convolutions of at least 64 input and output channels
-// with constant weights run on oneDNN's Winograd kernels where it has them (AVX-512); on
-// by default, off with ONNX_AMP_CONV_WINOGRAD=0 (conv.cc). The setter returns the
-// previous value (for tests).
-bool ConvUsesWinograd();
-bool SetConvUsesWinograd(bool use);
-
 }  // namespace onnx_amp

@@ -14,6 +14,7 @@
 #include "ops/common/bf16_kernel_choice.h"
 #include "ops/common/few_rows_matmul.h"
 #include "ops/conv/pool_2d.h"
+#include "ops/conv/winograd_choice.h"
 #include "runtime/core/dtype.h"
 #include "tests/ops/single_node_harness.h"
 
@@ -41,6 +42,8 @@ using ScopedBf16Kernels = ScopedChoice<Bf16Kernels, SetBf16Kernels>;
 using ScopedPool2x2Avx512 = ScopedChoice<bool, SetPool2x2UsesAvx512>;
 // The few-rows product kernels (ops/common/few_rows_matmul.h) of one instruction set.
 using ScopedFewRowsPath = ScopedChoice<FewRowsPath, SetFewRowsPath>;
+// oneDNN's Winograd convolutions for the shapes that take them (ops/conv/winograd_choice.h).
+using ScopedConvWinograd = ScopedChoice<bool, SetConvUsesWinograd>;
 
 // Skips a test of oneDNN's native bfloat16 kernels where the CPU has no AVX512_BF16.
 #define ONNX_AMP_SKIP_WITHOUT_NATIVE_BF16()                                             \

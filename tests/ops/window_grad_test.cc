@@ -152,6 +152,30 @@ TEST(ConvGradTest, BFloat16Float32KernelsMatchDoubleReference) {
   for (const ConvGradCase& c : kConvGradCases) CheckConvGrad(c, DType::kBFloat16, seed += 3);
 }
 
+// 3x3 stride-1 gradients of 64 channels take oneDNN's Winograd kernels where it has them
+// (ops/conv/winograd_choice.h): within the same bound, and not the direct kernels' bits,
+// so those kernels did run.
+TEST(ConvGradTest, WinogradKernelsMatchDoubleReference) {
+  const ConvGradCase c = {{4, 64, 8, 8}, {64, 64, 3, 3}, 1, {1, 1}, {1, 1}, {1, 1, 1, 1}};
+  uint32_t seed = 600;
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) CheckConvGrad(c, dtype, seed += 3);
+  if (!WinogradKernelsAvailable()) GTEST_SKIP() << "this CPU lacks AVX-512: oneDNN has no Winograd kernels to run";
+  const RoundedTensor dy = RandomTensor(DType::kFloat32, {4, 64, 8, 8}, 610);
+  const RoundedTensor x = RandomTensor(DType::kFloat32, c.x, 611);
+  const RoundedTensor w = RandomTensor(DType::kFloat32, c.w, 612);
+  std::vector<std::vector<double>> gradients[2];
+  for (const bool winograd : {false, true}) {
+    const ScopedConvWinograd choice(winograd);
+    SingleNode node("ConvGrad", 1, std::string(kOnnxAmpDomain));
+    node.Attr("strides", c.strides).Attr("dilations", c.dilations).Attr("pads", c.pads);
+    auto result = node.Input(dy.tensor).Input(x.tensor).Input(w.tensor).NumOutputs(3).Run();
+    ASSERT_TRUE(result.ok()) << result.status().message();
+    for (const Tensor& gradient : *result) gradients[winograd].push_back(ToDoubles(gradient));
+  }
+  EXPECT_NE(gradients[0][0], gradients[1][0]) << "dX: the Winograd kernels did not run";
+  EXPECT_NE(gradients[0][1], gradients[1][1]) << "dW: the Winograd kernels did not run";
+}
+
 // With dX and dW both wanted, dY is moved into the backward primitives' layout once and
 // read by both; dX alone moves it itself. dX has the same bits either way.
 TEST(ConvGradTest, DyMovedOnceForBothGivesDxTheSameBits) {
