@@ -185,6 +185,20 @@ Shape PooledShape(const PoolCase& pool) {
   return y;
 }
 
+// The pool kernels to run: the portable loops, and the AVX-512 ones where the CPU has them.
+std::vector<bool> Pool2x2Choices() {
+  std::vector<bool> avx512_choices = {false};
+  if (Pool2x2UsesAvx512()) avx512_choices.push_back(true);
+  return avx512_choices;
+}
+
+SingleNode PoolNode(const std::string& op_type, const std::string& domain, const PoolCase& pool) {
+  SingleNode node(op_type, 17, domain);
+  node.Attr("kernel_shape", pool.kernel).Attr("strides", pool.strides).Attr("pads", pool.pads);
+  node.Attr("ceil_mode", pool.ceil_mode);
+  return node;
+}
+
 TEST(ChannelsLastKernelsTest, MaxPoolGivesTheNchwBits) {
   const PoolCase cases[] = {
       {{2, 16, 8, 8}, {2, 2}, {2, 2}, {0, 0, 0, 0}},     // tiles: the CNNs' pools
@@ -192,17 +206,13 @@ TEST(ChannelsLastKernelsTest, MaxPoolGivesTheNchwBits) {
       {{2, 20, 6, 10}, {2, 2}, {2, 2}, {0, 0, 0, 0}},    // tiles, channels past a multiple of 16
       {{2, 16, 9, 9}, {3, 3}, {2, 2}, {1, 1, 1, 1}, 1},  // overlapping, padded, ceil mode
   };
-  std::vector<bool> avx512_choices = {false};
-  if (Pool2x2UsesAvx512()) avx512_choices.push_back(true);
-  for (bool avx512 : avx512_choices) {
+  for (bool avx512 : Pool2x2Choices()) {
     const ScopedPool2x2Avx512 pool_kernels(avx512);
     for (DType dtype : kDtypes) {
       for (const PoolCase& pool : cases) {
         for (int y_last = 0; y_last <= 1; ++y_last) {
           for (int tied = 0; tied <= 1; ++tied) {
-            SingleNode node("MaxPool", 17);
-            node.Attr("kernel_shape", pool.kernel).Attr("strides", pool.strides).Attr("pads", pool.pads);
-            node.Attr("ceil_mode", pool.ceil_mode);
+            SingleNode node = PoolNode("MaxPool", "", pool);
             node.Input(tied ? TiedTensor(dtype, pool.x, 16) : SpecialTensor(dtype, pool.x, 17));
             const std::string label = Name(dtype) + " " + ShapeToString(pool.x) + " kernel " +
                                       std::to_string(pool.kernel[0]) + " Y channels-last " + std::to_string(y_last) +
@@ -225,18 +235,14 @@ TEST(ChannelsLastKernelsTest, MaxPoolGradGivesTheNchwBits) {
       {{2, 20, 9, 9}, {3, 3}, {2, 2}, {1, 1, 1, 1}, 1},    // overlapping, padded, ceil mode
       {{1, 3, 5, 5}, {2, 2}, {1, 1}, {0, 0, 0, 0}},        // overlapping, few channels
   };
-  std::vector<bool> avx512_choices = {false};
-  if (Pool2x2UsesAvx512()) avx512_choices.push_back(true);
-  for (bool avx512 : avx512_choices) {
+  for (bool avx512 : Pool2x2Choices()) {
     const ScopedPool2x2Avx512 pool_kernels(avx512);
     for (DType dtype : kDtypes) {
       for (const PoolCase& pool : cases) {
         for (int relu = 0; relu <= 1; ++relu) {
           for (int dy_last = 0; dy_last <= 1; ++dy_last) {
             const Shape y = PooledShape(pool);
-            SingleNode node("MaxPoolGrad", 17, std::string(kOnnxAmpDomain));
-            node.Attr("kernel_shape", pool.kernel).Attr("strides", pool.strides).Attr("pads", pool.pads);
-            node.Attr("ceil_mode", pool.ceil_mode);
+            SingleNode node = PoolNode("MaxPoolGrad", std::string(kOnnxAmpDomain), pool);
             node.Input(SpecialTensor(dtype, y, 11)).Input(TiedTensor(dtype, pool.x, 12));
             const std::string label = Name(dtype) + " " + ShapeToString(pool.x) + " kernel " +
                                       std::to_string(pool.kernel[0]) + " relu " + std::to_string(relu) +
