@@ -7,7 +7,8 @@
 // runs as is; bfloat16 runs natively where the CPU has optimised kernels that pay
 // (bf16_kernel_choice.h: bf16 operands, float32 accumulation and gradients); float16 (and
 // bfloat16 elsewhere) is widened exactly to float32 on the way into those layouts. Each
-// gradient is computed in float32 and rounded once to the dtype of dY.
+// gradient is computed in float32 and rounded once to the dtype of dY. 3x3 stride-1
+// gradients of many channels run on oneDNN's Winograd kernels (winograd_choice.h).
 #include <algorithm>
 #include <cstring>
 #include <string>

@@ -55,6 +55,13 @@ bool WinogradKernelsAvailable() {
   return available;
 }
 
+std::string DescribeWinograd() {
+  const std::string shapes = "3x3 stride-1 convolutions of " + std::to_string(kMinChannels) + "+ channels: ";
+  if (!WinogradKernelsAvailable()) return shapes + "direct kernels (oneDNN has no Winograd kernels on this CPU)";
+  if (!ConvUsesWinograd()) return shapes + "direct kernels (ONNX_AMP_CONV_WINOGRAD=0)";
+  return shapes + "oneDNN's Winograd kernels (ONNX_AMP_CONV_WINOGRAD=0 turns them off)";
+}
+
 bool ConvUsesWinograd() { return WinogradSetting().load(std::memory_order_relaxed); }
 
 bool SetConvUsesWinograd(bool use) { return WinogradSetting().exchange(use); }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "ops/conv/window_geometry.h"
 
@@ -17,6 +18,9 @@ bool WinogradApplies(int64_t in_channels, int64_t out_channels, int64_t group, c
 
 // Whether oneDNN has Winograd kernels on this CPU (asked once, by building one).
 bool WinogradKernelsAvailable();
+
+// One line for `onnx-amp --version`: which kernels those convolutions take here, and why.
+std::string DescribeWinograd();
 
 // On by default, off with ONNX_AMP_CONV_WINOGRAD=0. The setter returns the previous value
 // (for tests).

@@ -249,13 +249,22 @@ class UsageTest(unittest.TestCase):
         else:
             path = "oneDNN's kernels (no AVX2 with FMA and F16C)"
         self.assertEqual(lines[2], "CPU: products of at most 4 rows: " + path)
+        # The Winograd convolutions (ops/conv/winograd_choice.h): oneDNN has them on AVX-512.
+        winograd = ("oneDNN's Winograd kernels (ONNX_AMP_CONV_WINOGRAD=0 turns them off)"
+                    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags
+                    else "direct kernels (oneDNN has no Winograd kernels on this CPU)")
+        self.assertEqual(lines[3], "CPU: 3x3 stride-1 convolutions of 64+ channels: " + winograd)
+        off = run_cli("--version", env=dict(os.environ, ONNX_AMP_CONV_WINOGRAD="0"))
+        if winograd.startswith("oneDNN"):
+            self.assertIn("CPU: 3x3 stride-1 convolutions of 64+ channels: direct kernels (ONNX_AMP_CONV_WINOGRAD=0)",
+                          off.stdout)
         if ARGS.cuda:
             # The libraries loaded, then those the build was compiled against.
             version = r"\d+\.\d+(\.\d+)?"
-            self.assertRegex(lines[3], r"^CUDA runtime (%s|unavailable), cuBLASLt %s, cuDNN %s \(built with CUDA %s, "
+            self.assertRegex(lines[4], r"^CUDA runtime (%s|unavailable), cuBLASLt %s, cuDNN %s \(built with CUDA %s, "
                                        r"cuBLASLt %s, cuDNN %s\)$" % ((version,) * 6))
         else:
-            self.assertEqual(len(lines), 3)
+            self.assertEqual(len(lines), 4)
 
     def test_version_names_a_forced_bfloat16_kernel_choice_and_rejects_others(self):
         env = dict(os.environ, ONNX_AMP_BF16_KERNELS="float32")

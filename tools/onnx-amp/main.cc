@@ -13,6 +13,7 @@
 
 #include "ops/common/bf16_kernel_choice.h"
 #include "ops/common/few_rows_matmul.h"
+#include "ops/conv/winograd_choice.h"
 #include "runtime/exec/host_heap.h"
 #include "tools/onnx-amp/cli_errors.h"
 #include "tools/onnx-amp/command.h"
@@ -20,7 +21,8 @@
 
 namespace {
 
-// The version, the CPU's kernel choices (bfloat16 products, products of a few rows), and
+// The version, the CPU's kernel choices (bfloat16 products, products of a few rows,
+// Winograd convolutions), and
 // with CUDA compiled in a line with the CUDA runtime, cuBLASLt and cuDNN versions loaded
 // and built against.
 std::string VersionText() {
@@ -29,7 +31,8 @@ std::string VersionText() {
                           (onnx_amp::CurrentFewRowsPath() == onnx_amp::FewRowsPath::kNone
                                ? std::string("oneDNN's kernels (no AVX2 with FMA and F16C)")
                                : std::string(onnx_amp::FewRowsPathName(onnx_amp::CurrentFewRowsPath())) +
-                                     " kernels streaming the weights once");
+                                     " kernels streaming the weights once") +
+                          "\nCPU: " + onnx_amp::DescribeWinograd();
 #if ONNX_AMP_WITH_CUDA
   return std::string("onnx-amp ") + ONNX_AMP_VERSION + " (CUDA support: compiled in)" + cpu + "\n" +
          onnx_amp::DeviceLibraryVersions();
