@@ -1,7 +1,8 @@
 // The fused gradients ConvGrad, MaxPoolGrad and BatchNormalizationGrad (domain
 // ai.onnx_amp) against double-precision loops written here from their definitions, on
-// shapes large enough for oneDNN's channel-blocked kernels (16 and 32 channels) and the
-// row-vectorised pool windows, with pads, strides, groups and dilations.
+// shapes large enough for oneDNN's channel-blocked kernels (16 and 32 channels), its
+// Winograd kernels (64 channels) and the row-vectorised pool windows, with pads,
+// strides, groups and dilations.
 //
 // Each gradient element is a sum of n products (n counted by the reference), accumulated
 // in float32 and rounded once to the dtype of dY: |out - ref| <= u_low |ref| +
@@ -159,7 +160,7 @@ TEST(ConvGradTest, WinogradKernelsMatchDoubleReference) {
   const ConvGradCase c = {{4, 64, 8, 8}, {64, 64, 3, 3}, 1, {1, 1}, {1, 1}, {1, 1, 1, 1}};
   uint32_t seed = 600;
   for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) CheckConvGrad(c, dtype, seed += 3);
-  if (!WinogradKernelsAvailable()) GTEST_SKIP() << "this CPU lacks AVX-512: oneDNN has no Winograd kernels to run";
+  if (!WinogradKernelsAvailable()) GTEST_SKIP() << "oneDNN has no Winograd kernels here (they need AVX-512)";
   const RoundedTensor dy = RandomTensor(DType::kFloat32, {4, 64, 8, 8}, 610);
   const RoundedTensor x = RandomTensor(DType::kFloat32, c.x, 611);
   const RoundedTensor w = RandomTensor(DType::kFloat32, c.w, 612);
