@@ -430,30 +430,34 @@ __attribute__((target("avx512f"))) void MaxPool2x2RowChannelsLastLowAvx512(const
     }
   }
 }
-#endif
 
-// Whether MaxPool2x2RowChannelsLastLow takes a pool: 2x2 tiles on AVX-512, float16 or
-// bfloat16, whole blocks of 16 channels.
-bool PoolsLowRowsOnAvx512(bool tiles_avx512, DType dtype, int64_t channels) {
-#if defined(__x86_64__)
-  return tiles_avx512 && IsLowPrecision(dtype) && channels % 16 == 0;
-#else
-  (void)tiles_avx512, (void)dtype, (void)channels;
-  return false;
-#endif
+// MaxPool2dChannelsLast of float16/bfloat16 X in 2x2 tiles of whole 16-channel blocks,
+// read in place by MaxPool2x2RowChannelsLastLowAvx512 one output row at a time; the
+// pooled bits go to Y as they are (channels-last) or to each channel's row (NCHW).
+void MaxPool2x2ChannelsLastLowAvx512(ThreadPool& threads, const Tensor& x, const WindowGeometry& g,
+                                     bool y_channels_last, int64_t grain, Tensor& y) {
+  const int64_t channels = x.dim(1), out_h = g.out[0], out_w = g.out[1];
+  const int64_t row_size = g.in[1] * channels, out_row_size = out_w * channels;
+  const auto kernel = x.dtype() == DType::kFloat16 ? MaxPool2x2RowChannelsLastLowAvx512<DType::kFloat16>
+                                                   : MaxPool2x2RowChannelsLastLowAvx512<DType::kBFloat16>;
+  const uint16_t* x_bits = static_cast<const uint16_t*>(x.raw_data());
+  uint16_t* y_bits = static_cast<uint16_t*>(y.raw_data());
+  threads.ParallelFor(x.dim(0) * out_h, grain, [&](int64_t begin, int64_t end) {
+    std::vector<uint16_t> pooled(y_channels_last ? 0 : static_cast<size_t>(out_row_size));
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t image = row / out_h, oh = row % out_h;
+      const uint16_t* top = x_bits + (image * g.in[0] + 2 * oh) * row_size;
+      uint16_t* out = y_channels_last ? y_bits + row * out_row_size : pooled.data();
+      kernel(top, top + row_size, out_w, channels, out);
+      if (y_channels_last) continue;
+      for (int64_t c = 0; c < channels; ++c) {
+        uint16_t* channel_row = y_bits + ((image * channels + c) * out_h + oh) * out_w;
+        for (int64_t ow = 0; ow < out_w; ++ow) channel_row[ow] = out[ow * channels + c];
+      }
+    }
+  });
 }
-
-// One output row of a float16/bfloat16 channels-last 2x2 max pool (PoolsLowRowsOnAvx512)
-// from the input rows `top` and `bottom` into `out` ([out_w, C]).
-void MaxPool2x2RowChannelsLastLow(DType dtype, const uint16_t* top, const uint16_t* bottom, int64_t out_w,
-                                  int64_t channels, uint16_t* out) {
-#if defined(__x86_64__)
-  if (dtype == DType::kFloat16) return MaxPool2x2RowChannelsLastLowAvx512<DType::kFloat16>(top, bottom, out_w, channels, out);
-  MaxPool2x2RowChannelsLastLowAvx512<DType::kBFloat16>(top, bottom, out_w, channels, out);
-#else
-  (void)dtype, (void)top, (void)bottom, (void)out_w, (void)channels, (void)out;
 #endif
-}
 
 // One output row of a channels-last max pool into acc: the AVX-512 kernel where
 // `tiles_avx512` (Pool2x2UsesAvx512 and windows that Tiles2x2), the general walk otherwise.
@@ -476,26 +480,12 @@ Status MaxPool2dChannelsLast(KernelContext& context, const Tensor& x, const Wind
   const bool wide = x.dtype() == DType::kFloat32;
   const bool tiles_avx512 = Pool2x2UsesAvx512() && Tiles2x2(g);
   const int64_t grain = std::max<int64_t>(1, kOutputsPerChunk / std::max<int64_t>(1, out_row_size));
-  if (PoolsLowRowsOnAvx512(tiles_avx512, x.dtype(), channels)) {
-    const uint16_t* x_bits = static_cast<const uint16_t*>(x.raw_data());
-    uint16_t* y_bits = static_cast<uint16_t*>(y.raw_data());
-    context.threads().ParallelFor(x.dim(0) * out_h, grain, [&](int64_t begin, int64_t end) {
-      std::vector<uint16_t> pooled(y_channels_last ? 0 : static_cast<size_t>(out_row_size));
-      for (int64_t row = begin; row < end; ++row) {
-        const int64_t image = row / out_h, oh = row % out_h;
-        const uint16_t* top = x_bits + (image * in_h + 2 * oh) * row_size;
-        uint16_t* out = y_channels_last ? y_bits + row * out_row_size : pooled.data();
-        MaxPool2x2RowChannelsLastLow(x.dtype(), top, top + row_size, out_w, channels, out);
-        if (y_channels_last) continue;
-        // An NCHW Y: the pooled bits moved to each channel's row.
-        for (int64_t c = 0; c < channels; ++c) {
-          uint16_t* channel_row = y_bits + ((image * channels + c) * out_h + oh) * out_w;
-          for (int64_t ow = 0; ow < out_w; ++ow) channel_row[ow] = out[ow * channels + c];
-        }
-      }
-    });
+#if defined(__x86_64__)
+  if (tiles_avx512 && IsLowPrecision(x.dtype()) && channels % 16 == 0) {
+    MaxPool2x2ChannelsLastLowAvx512(context.threads(), x, g, y_channels_last, grain, y);
     return Status::Ok();
   }
+#endif
   context.threads().ParallelFor(x.dim(0) * out_h, grain, [&](int64_t begin, int64_t end) {
     // float16/bfloat16 rows are widened exactly; the max is one of them, so storing it
     // back rounds nothing.
