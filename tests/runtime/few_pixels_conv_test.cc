@@ -25,24 +25,14 @@ using testing::AddNode;
 using testing::AsDouble;
 using testing::FilledTensor;
 using testing::Output;
+using testing::Rounded;
+using testing::RoundedTo;
 using testing::RunOk;
 using testing::SetIntsAttr;
 using testing::TensorValue;
 using testing::Uniform;
 
 constexpr int64_t kInChannels = 8, kWide = 128, kOutChannels = 16;
-
-// The value `v` rounded once to `dtype`, as a float.
-float Round(float v, DType dtype) {
-  if (dtype == DType::kFloat16) return Float16::FromFloat(v).ToFloat();
-  if (dtype == DType::kBFloat16) return BFloat16::FromFloat(v).ToFloat();
-  return v;
-}
-
-std::vector<float> Rounded(std::vector<float> values, DType dtype) {
-  for (float& v : values) v = Round(v, dtype);
-  return values;
-}
 
 struct Conv2d {
   std::vector<float> w, bias;  // [out][in][k][k], [out]; values of the graph's dtype
@@ -86,7 +76,7 @@ std::vector<float> SequentialConv(const std::vector<float>& x, int64_t batch, in
 // Rounded to `dtype`, then Relu (ReluOp: -0 and NaN pass).
 std::vector<float> RoundedRelu(std::vector<float> values, DType dtype) {
   for (float& v : values) {
-    v = Round(v, dtype);
+    v = RoundedTo(dtype, v);
     v = v < 0.0f ? 0.0f : v;
   }
   return values;

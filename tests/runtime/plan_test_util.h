@@ -27,6 +27,18 @@ inline std::vector<float> Uniform(std::mt19937_64& rng, size_t count, float low,
   return values;
 }
 
+// The value `v` rounded once to `dtype` (float16 or bfloat16; float32 as it is), as a float.
+inline float RoundedTo(DType dtype, float v) {
+  if (dtype == DType::kFloat16) return Float16::FromFloat(v).ToFloat();
+  if (dtype == DType::kBFloat16) return BFloat16::FromFloat(v).ToFloat();
+  return v;
+}
+
+inline std::vector<float> Rounded(std::vector<float> values, DType dtype) {
+  for (float& v : values) v = RoundedTo(dtype, v);
+  return values;
+}
+
 inline void AddInitializer(onnx::GraphProto& graph, const std::string& name, const Shape& shape,
                            const std::vector<float>& values) {
   Tensor tensor = Tensor::Empty(DType::kFloat32, shape);

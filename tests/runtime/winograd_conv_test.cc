@@ -28,20 +28,13 @@ using testing::AddNode;
 using testing::AsDouble;
 using testing::FilledTensor;
 using testing::Output;
+using testing::Rounded;
 using testing::RunOk;
 using testing::SetIntsAttr;
 using testing::TensorValue;
 using testing::Uniform;
 
 constexpr int64_t kChannels = 64, kSize = 8, kTaps = 9;
-
-std::vector<float> Rounded(std::vector<float> values, DType dtype) {
-  for (float& v : values) {
-    if (dtype == DType::kFloat16) v = Float16::FromFloat(v).ToFloat();
-    if (dtype == DType::kBFloat16) v = BFloat16::FromFloat(v).ToFloat();
-  }
-  return values;
-}
 
 struct Layer {
   std::string name;
