@@ -22,9 +22,8 @@
 namespace {
 
 // The version, the CPU's kernel choices (bfloat16 products, products of a few rows,
-// Winograd convolutions), and
-// with CUDA compiled in a line with the CUDA runtime, cuBLASLt and cuDNN versions loaded
-// and built against.
+// Winograd convolutions), and with CUDA compiled in a line with the CUDA runtime,
+// cuBLASLt and cuDNN versions loaded and built against.
 std::string VersionText() {
   const std::string cpu = "\nCPU: " + onnx_amp::DescribeBf16Kernels() + "\nCPU: products of at most " +
                           std::to_string(onnx_amp::kFewRowsMax) + " rows: " +
