@@ -1,21 +1,17 @@
 #include "ops/conv/winograd_choice.h"
 
 #include <atomic>
-#include <cstdlib>
-#include <string_view>
 
 #include <dnnl.hpp>
 
 #include "ops/common/onednn_utils.h"
+#include "runtime/core/env_switch.h"
 
 namespace onnx_amp {
 namespace {
 
 std::atomic<bool>& WinogradSetting() {
-  static std::atomic<bool> setting{[] {
-    const char* value = std::getenv("ONNX_AMP_CONV_WINOGRAD");
-    return value == nullptr || std::string_view(value) != "0";
-  }()};
+  static std::atomic<bool> setting{EnvSwitchOn("ONNX_AMP_CONV_WINOGRAD")};
   return setting;
 }
 

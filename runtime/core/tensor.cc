@@ -3,11 +3,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
-#include <string_view>
 #include <utility>
 
 #include <sys/mman.h>
 
+#include "runtime/core/env_switch.h"
 #include "runtime/core/status.h"
 
 namespace onnx_amp {
@@ -32,10 +32,7 @@ namespace {
 // ONNX_AMP_HUGE_PAGES=0 turns the huge-page request below off, for a system where
 // compacting memory for huge pages stalls more than the TLB misses cost.
 bool HugePagesWanted() {
-  static const bool wanted = [] {
-    const char* value = std::getenv("ONNX_AMP_HUGE_PAGES");
-    return value == nullptr || std::string_view(value) != "0";
-  }();
+  static const bool wanted = EnvSwitchOn("ONNX_AMP_HUGE_PAGES");
   return wanted;
 }
 

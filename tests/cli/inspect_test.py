@@ -254,6 +254,10 @@ class UsageTest(unittest.TestCase):
                     if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags
                     else "direct kernels (oneDNN has no Winograd kernels on this CPU)")
         self.assertEqual(lines[3], "CPU: 3x3 stride-1 convolutions of 64+ channels: " + winograd)
+        # A value that is neither 0 nor 1 is named, not taken silently.
+        bad = run_cli("--version", env=dict(os.environ, ONNX_AMP_CONV_WINOGRAD="off"))
+        self.assertEqual(bad.returncode, 0)
+        self.assertIn("onnx-amp: ONNX_AMP_CONV_WINOGRAD='off' is not 0 or 1; using 1", bad.stderr)
         off = run_cli("--version", env=dict(os.environ, ONNX_AMP_CONV_WINOGRAD="0"))
         if winograd.startswith("oneDNN"):
             self.assertIn("CPU: 3x3 stride-1 convolutions of 64+ channels: direct kernels (ONNX_AMP_CONV_WINOGRAD=0)",
