@@ -54,6 +54,10 @@ void ApplyRange(const FusedActivation& activation, Tensor& out, int64_t begin, i
     uint16_t* bits = static_cast<uint16_t*>(out.raw_data()) + begin;
     return ReluOnLowPrecisionBits(out.dtype(), bits, bits, end - begin);
   }
+  if (activation.kind == FusedActivationKind::kRelu && out.dtype() == DType::kFloat32) {
+    float* values = out.data<float>() + begin;
+    return ReluFloat32(values, values, end - begin);
+  }
   WithActivationOp(activation, [&](const auto& op) {
     switch (out.dtype()) {
       case DType::kFloat32: return MapRange(out.data<float>(), begin, end, op);

@@ -491,7 +491,7 @@ Status MaxPool2dChannelsLast(KernelContext& context, const Tensor& x, const Wind
     // back rounds nothing.
     std::vector<float> widened(wide ? 0 : static_cast<size_t>(g.kernel[0] * row_size));
     std::vector<float> pooled(wide && y_channels_last ? 0 : static_cast<size_t>(out_row_size));
-    std::vector<float> channel_row(y_channels_last ? 0 : static_cast<size_t>(out_w));
+    std::vector<float> channel_row(y_channels_last || wide ? 0 : static_cast<size_t>(out_w));
     for (int64_t row = begin; row < end; ++row) {
       const int64_t image = row / out_h, oh = row % out_h;
       const TapRange& rows = p.rows[oh];
@@ -504,10 +504,14 @@ Status MaxPool2dChannelsLast(KernelContext& context, const Tensor& x, const Wind
         if (!wide) StoreFloat32Block(acc, row * out_row_size, out_row_size, y);
         continue;
       }
-      // An NCHW Y: each channel's row of outputs gathered, then stored.
+      // An NCHW Y: each channel's row of outputs gathered, then stored; float32 ones
+      // straight into Y (a store call per channel row cost more than the pool itself on
+      // 7-wide rows).
       for (int64_t c = 0; c < channels; ++c) {
-        for (int64_t ow = 0; ow < out_w; ++ow) channel_row[ow] = acc[ow * channels + c];
-        StoreFloat32Block(channel_row.data(), ((image * channels + c) * out_h + oh) * out_w, out_w, y);
+        const int64_t at = ((image * channels + c) * out_h + oh) * out_w;
+        float* gathered = wide ? y.data<float>() + at : channel_row.data();
+        for (int64_t ow = 0; ow < out_w; ++ow) gathered[ow] = acc[ow * channels + c];
+        if (!wide) StoreFloat32Block(gathered, at, out_w, y);
       }
     }
   });

@@ -2,7 +2,8 @@
 // separate nodes: a float16/bfloat16 output rounded once, then the activation on the
 // rounded values. Relu takes a shortcut (on the rounded values' bits), checked here over
 // edge cases, a sweep of all float32 bit patterns, and dense sweeps where values round
-// to zero or to the smallest subnormal.
+// to zero or to the smallest subnormal. float32 Relu takes a vectorised loop (relu_bits.h),
+// checked over the same values.
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include "ops/common/elementwise_math.h"
 #include "ops/common/float32_buffers.h"
 #include "ops/common/fused_activation.h"
+#include "ops/common/relu_bits.h"
 #include "runtime/core/float16.h"
 #include "runtime/exec/thread_pool.h"
 
@@ -90,6 +92,33 @@ TEST(FusedActivationTest, ReluOnTheRoundedBitsMatchesTheSeparateRelu) {
     for (int64_t i = 0; i < count; ++i) negative_zeros += want[i] == 0x8000;
     EXPECT_GT(negative_zeros, 100) << DTypeName(dtype);
   }
+}
+
+TEST(FusedActivationTest, Float32ReluKeepsNanAndNegativeZeroAsTheSeparateRelu) {
+  ThreadPool threads(2);
+  FusedActivation relu;
+  relu.kind = FusedActivationKind::kRelu;
+  const std::vector<float> values = EdgeValues(0x1p-134f);
+  const int64_t count = static_cast<int64_t>(values.size());
+  Tensor applied = Tensor::Empty(DType::kFloat32, {count});
+  StoreFromFloat32(values.data(), applied);
+  ApplyActivation(relu, applied, threads);
+  std::vector<float> copied(values.size());
+  ReluFloat32(values.data(), copied.data(), count);
+  int64_t mismatches = 0, nans = 0, negative_zeros = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const uint32_t want = std::bit_cast<uint32_t>(ReluOp{}(values[i]));
+    nans += std::isnan(values[i]);
+    negative_zeros += want == 0x80000000u;
+    for (const float got : {applied.data<float>()[i], copied[i]}) {
+      if (std::bit_cast<uint32_t>(got) == want || ++mismatches > 5) continue;
+      ADD_FAILURE() << "relu of bits 0x" << std::hex << std::bit_cast<uint32_t>(values[i]) << ": 0x"
+                    << std::bit_cast<uint32_t>(got) << ", ReluOp 0x" << want;
+    }
+  }
+  EXPECT_EQ(mismatches, 0) << "over " << count << " values";
+  EXPECT_GT(nans, 100);
+  EXPECT_GT(negative_zeros, 0);
 }
 
 }  // namespace
