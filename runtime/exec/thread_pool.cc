@@ -24,22 +24,35 @@ namespace {
 // of opening a team inside a team.
 thread_local bool in_parallel_region = false;
 
+// The chunks of one ParallelFor, in one contiguous range per thread of the team. Each
+// thread takes its own range's chunks in order, then takes what is left of the others'
+// ranges (uneven chunks, or a thread that started late, still balance). Thread t owning
+// the t-th slice of the items is how oneDNN splits its primitives' work too, so an
+// element-wise pass after a convolution finds most of its items in its own core's cache;
+// handing chunks out first come, first served sent half of them across cores.
 struct Job {
+  static constexpr int kMaxRanges = 64;
   const std::function<void(int64_t, int64_t)>* fn;
   int64_t total;
   int64_t chunk;
-  std::atomic<int64_t> next_begin{0};
+  int ranges;
+  int64_t range_end[kMaxRanges];            // chunk index after each range's last
+  std::atomic<int64_t> next[kMaxRanges];  // each range's next chunk to take
 };
 
-// Every thread of the team takes chunks until none is left, so uneven chunks balance.
 void RunChunks(void* data) {
   Job& job = *static_cast<Job*>(data);
   const bool was_inside = in_parallel_region;
   in_parallel_region = true;
-  for (;;) {
-    const int64_t begin = job.next_begin.fetch_add(job.chunk);
-    if (begin >= job.total) break;
-    (*job.fn)(begin, std::min(job.total, begin + job.chunk));
+  const int own = omp_get_thread_num() % job.ranges;
+  for (int i = 0; i < job.ranges; ++i) {
+    const int range = (own + i) % job.ranges;
+    for (;;) {
+      const int64_t index = job.next[range].fetch_add(1, std::memory_order_relaxed);
+      if (index >= job.range_end[range]) break;
+      const int64_t begin = index * job.chunk;
+      (*job.fn)(begin, std::min(job.total, begin + job.chunk));
+    }
   }
   in_parallel_region = was_inside;
 }
@@ -85,8 +98,17 @@ void ThreadPool::ParallelFor(int64_t total, int64_t grain, const std::function<v
   // A few chunks per thread balance uneven work without much scheduling overhead.
   const int64_t max_chunks = (total + grain - 1) / grain;
   const int64_t num_chunks = std::min<int64_t>(max_chunks, int64_t{4} * num_threads_);
-  const int64_t threads = std::min<int64_t>(num_threads_, num_chunks);
-  Job job{&fn, total, (total + num_chunks - 1) / num_chunks};
+  const int64_t threads = std::min<int64_t>({num_threads_, num_chunks, Job::kMaxRanges});
+  Job job;
+  job.fn = &fn;
+  job.total = total;
+  job.chunk = (total + num_chunks - 1) / num_chunks;
+  job.ranges = static_cast<int>(threads);
+  const int64_t chunks = (total + job.chunk - 1) / job.chunk;
+  for (int t = 0; t < job.ranges; ++t) {
+    job.next[t].store(chunks * t / threads, std::memory_order_relaxed);
+    job.range_end[t] = chunks * (t + 1) / threads;
+  }
   GOMP_parallel(RunChunks, &job, static_cast<unsigned>(threads), 0);
 }
 

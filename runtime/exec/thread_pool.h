@@ -22,7 +22,8 @@ class ThreadPool {
   int num_threads() const { return num_threads_; }
 
   // Calls fn(begin, end) over disjoint chunks covering [0, total); chunks hold at least
-  // `grain` items, so small loops stay on the calling thread.
+  // `grain` items, so small loops stay on the calling thread. Thread t of the team takes
+  // the chunks of the t-th contiguous slice first, as oneDNN splits its work.
   void ParallelFor(int64_t total, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
   // Pins the calling thread's team, itself included, one thread per CPU, when the pool

@@ -5,8 +5,11 @@
 #include <sched.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -26,6 +29,31 @@ TEST(ThreadPoolTest, CoversEveryIndexOnce) {
     });
     for (int64_t i = 0; i < total; ++i) ASSERT_EQ(hits[i].load(), 1) << "total " << total << " index " << i;
   }
+}
+
+// Thread t starts on the t-th slice of the items, as oneDNN splits a primitive's work,
+// so a pass after a primitive finds its items in its own core's cache. Each thread's first
+// chunk waits until both have taken one, so neither can take the other's first.
+TEST(ThreadPoolTest, EachThreadStartsOnItsOwnSliceOfTheItems) {
+  ThreadPool pool(2);
+  std::mutex mutex;
+  std::map<std::thread::id, int64_t> first_begin;
+  std::atomic<int> started{0};
+  pool.ParallelFor(8, 1, [&](int64_t begin, int64_t) {
+    bool first = false;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      first = first_begin.emplace(std::this_thread::get_id(), begin).second;
+    }
+    if (!first) return;
+    ++started;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (started.load() < 2 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  });
+  ASSERT_EQ(started.load(), 2) << "the second thread never took a chunk";
+  std::set<int64_t> begins;
+  for (const auto& [thread, begin] : first_begin) begins.insert(begin);
+  EXPECT_EQ(begins, (std::set<int64_t>{0, 4}));
 }
 
 TEST(ThreadPoolTest, NestedCallsRunInline) {
