@@ -111,7 +111,7 @@ dnnl::memory::dims WidenAPanel(const Tensor& a, const MatMulProblem& p, int64_t 
   }
   // Columns contiguous: line c is column c's rows [first, first + rows).
   const uint16_t* source = static_cast<const uint16_t*>(a.raw_data());
-  threads.ParallelFor(k, 16, [&](int64_t begin, int64_t end) {
+  threads.ParallelFor(k, ItemsPerChunk(rows, 1 << 14), [&](int64_t begin, int64_t end) {
     for (int64_t column = begin; column < end; ++column) {
       Widen(source + column * p.a_strides[1] + first, panel + column * rows, static_cast<size_t>(rows), a.dtype());
     }
@@ -130,7 +130,7 @@ dnnl::memory::dims WidenBPanel(const Tensor& b, const MatMulProblem& p, int64_t 
   }
   // Rows contiguous (or neither): line r is row r's columns [first, first + cols).
   const uint16_t* source = static_cast<const uint16_t*>(b.raw_data());
-  threads.ParallelFor(k, 16, [&](int64_t begin, int64_t end) {
+  threads.ParallelFor(k, ItemsPerChunk(cols, 1 << 14), [&](int64_t begin, int64_t end) {
     std::vector<uint16_t> gathered(p.b_strides[1] == 1 ? 0 : static_cast<size_t>(cols));
     for (int64_t row = begin; row < end; ++row) {
       const uint16_t* line = source + row * p.b_strides[0] + first * p.b_strides[1];

@@ -20,7 +20,7 @@ void RunGlobalPool(KernelContext& context, const Tensor& x, GlobalKind kind, int
   const int64_t plane_size = planes == 0 ? 0 : x.num_elements() / planes;
   const T* in = x.data<T>();
   T* out = y.data<T>();
-  context.threads().ParallelFor(planes, 1, [&](int64_t begin, int64_t end) {
+  context.threads().ParallelFor(planes, ItemsPerChunk(plane_size, 1 << 14), [&](int64_t begin, int64_t end) {
     for (int64_t plane = begin; plane < end; ++plane) {
       const T* values = in + plane * plane_size;
       Acc result = 0;

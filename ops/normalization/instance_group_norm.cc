@@ -43,7 +43,7 @@ Status RunGroupNorm(KernelContext& context, const Tensor& x, int64_t groups, Ten
   const int64_t group_channels = channels / groups, block = group_channels * spatial;
   const T* in = x.data<T>();
   T* out = y.data<T>();
-  context.threads().ParallelFor(batch * groups, 1, [&](int64_t begin, int64_t end) {
+  context.threads().ParallelFor(batch * groups, ItemsPerChunk(block, 1 << 14), [&](int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; ++b) {
       const T* values = in + b * block;
       const auto [mean, inv_std] = MeanAndInvStd(values, block, epsilon);

@@ -57,7 +57,7 @@ Status RunLayerNorm(KernelContext& context, const Tensor& x, int64_t axis, doubl
   if (scale.empty()) return context.Error(ErrorCode::kInvalidModel, "Scale is required");
   const T* in = x.data<T>();
   T* out = y.data<T>();
-  context.threads().ParallelFor(rows, 16, [&](int64_t begin, int64_t end) {
+  context.threads().ParallelFor(rows, ItemsPerChunk(cols, 8192), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const T* row = in + r * cols;
       const auto [mean, inv_std] = MeanAndInvStd(row, cols, static_cast<Acc>(epsilon));

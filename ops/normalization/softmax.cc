@@ -25,7 +25,7 @@ void RunSoftmax(KernelContext& context, const Tensor& x, const AxisView& v, Soft
   using Acc = ComputeType<T>;
   const T* in = x.data<T>();
   T* out = y.data<T>();
-  context.threads().ParallelFor(v.outer * v.inner, 64, [&](int64_t begin, int64_t end) {
+  context.threads().ParallelFor(v.outer * v.inner, ItemsPerChunk(v.count, 4096), [&](int64_t begin, int64_t end) {
     std::vector<Acc> row(static_cast<size_t>(v.count));
     for (int64_t line = begin; line < end; ++line) {
       const int64_t base = (line / v.inner) * v.count * v.inner + line % v.inner;

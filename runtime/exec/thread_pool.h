@@ -38,6 +38,15 @@ class ThreadPool {
   int num_threads_;
 };
 
+// The grain for a ParallelFor over items of `item_elements` elements each: enough items
+// that a chunk holds at least `chunk_elements` elements, so that a loop over a few short
+// rows (a pool over 8 small planes, a softmax over a few logits) stays on the calling
+// thread instead of waking the team, which after an idle spell takes longer than the loop.
+inline int64_t ItemsPerChunk(int64_t item_elements, int64_t chunk_elements) {
+  if (item_elements <= 0) return chunk_elements;
+  return item_elements >= chunk_elements ? 1 : (chunk_elements + item_elements - 1) / item_elements;
+}
+
 // The number of threads oneDNN's primitives use on the calling thread.
 int RuntimeThreads();
 

@@ -56,6 +56,14 @@ TEST(ThreadPoolTest, EachThreadStartsOnItsOwnSliceOfTheItems) {
   EXPECT_EQ(begins, (std::set<int64_t>{0, 4}));
 }
 
+TEST(ThreadPoolTest, ItemsPerChunkHoldsAtLeastTheElementsAsked) {
+  EXPECT_EQ(ItemsPerChunk(256, 1 << 14), 64);     // 8 planes of 16x16 stay in one chunk
+  EXPECT_EQ(ItemsPerChunk(1000, 4096), 5);        // rounded up: 5000 elements, not 4000
+  EXPECT_EQ(ItemsPerChunk(1 << 14, 1 << 14), 1);
+  EXPECT_EQ(ItemsPerChunk(1 << 20, 1 << 14), 1);  // long items: one per chunk
+  EXPECT_EQ(ItemsPerChunk(0, 4096), 4096);        // empty items do not divide by zero
+}
+
 TEST(ThreadPoolTest, NestedCallsRunInline) {
   ThreadPool pool(2);
   std::atomic<int64_t> sum{0};
