@@ -297,10 +297,11 @@ dnnl::memory PackedWeights::Find(const std::string& key, const void* identity) c
   return it != entries_.end() && it->second.identity == identity ? it->second.packed : dnnl::memory();
 }
 
-void PackedWeights::Store(const std::string& key, const void* identity, dnnl::memory packed) {
+void PackedWeights::Store(const std::string& key, const void* identity, dnnl::memory packed,
+                          std::shared_ptr<Buffer> storage) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (entries_.size() >= kMaxPackedPerNode && !entries_.count(key)) entries_.clear();
-  entries_[key] = Entry{identity, std::move(packed)};
+  entries_[key] = Entry{identity, std::move(packed), std::move(storage)};
 }
 
 PackedWeights* PackedWeightsOf(KernelContext& context, int index) {
@@ -318,9 +319,14 @@ Expected<std::pair<dnnl::memory::desc, const void*>> ResolveWeights(const Primit
   if (source.packed == nullptr) return std::make_pair(plain_md, source.plain());
   dnnl::memory packed = source.packed->Find(key, source.identity);
   if (!packed) {
+    // Our own buffer rather than oneDNN's allocation: a large one sits on huge pages
+    // (Buffer::AllocateCpu), so a run that finds the weights out of cache (batch 1 after
+    // a pause) does not also walk the page tables for each 4 KiB of them.
+    std::shared_ptr<Buffer> storage;
     try {
       const dnnl::engine& engine = CpuEngine();
-      packed = dnnl::memory(primitive.weights_md, engine);
+      storage = Buffer::AllocateCpu(primitive.weights_md.get_size());
+      packed = dnnl::memory(primitive.weights_md, engine, storage->data());
       dnnl::memory plain(plain_md, engine, const_cast<void*>(source.plain()));
       dnnl::stream& stream = ThreadStream();
       dnnl::reorder(plain, packed).execute(stream, plain, packed);
@@ -328,7 +334,7 @@ Expected<std::pair<dnnl::memory::desc, const void*>> ResolveWeights(const Primit
     } catch (const dnnl::error& e) {
       return InternalError(std::string("oneDNN cannot reorder the weights for ") + key + ": " + e.what());
     }
-    source.packed->Store(key, source.identity, packed);
+    source.packed->Store(key, source.identity, packed, std::move(storage));
   }
   return std::make_pair(primitive.weights_md, static_cast<const void*>(packed.get_data_handle()));
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -17,6 +18,7 @@
 
 #include "runtime/core/dtype.h"
 #include "runtime/core/status.h"
+#include "runtime/core/tensor.h"
 #include "runtime/exec/kernel.h"
 
 namespace onnx_amp::dnn {
@@ -95,12 +97,14 @@ class PackedWeights final : public KernelState {
   // The weights packed for primitive `key` from the tensor data at `identity`; a null
   // handle when there are none yet.
   dnnl::memory Find(const std::string& key, const void* identity) const;
-  void Store(const std::string& key, const void* identity, dnnl::memory packed);
+  // `storage` holds `packed`'s data (a Buffer, so large weights sit on huge pages).
+  void Store(const std::string& key, const void* identity, dnnl::memory packed, std::shared_ptr<Buffer> storage);
 
  private:
   struct Entry {
     const void* identity;
     dnnl::memory packed;
+    std::shared_ptr<Buffer> storage;
   };
   mutable std::mutex mutex_;
   std::unordered_map<std::string, Entry> entries_;

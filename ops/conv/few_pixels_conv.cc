@@ -66,10 +66,13 @@ Expected<const void*> PackedWeightsFor(KernelContext& context, const FewPixelsCo
   const Tensor& w = *conv.w;
   dnnl::memory packed = cache->Find(kPackedKey, w.raw_data());
   if (!packed) {
+    std::shared_ptr<Buffer> storage;
     try {
       // float16 weights are kept as 16-bit words too: oneDNN's memory only holds them.
       const auto type = w.dtype() == DType::kFloat32 ? dnnl::memory::data_type::f32 : dnnl::memory::data_type::bf16;
-      packed = dnnl::memory(dnnl::memory::desc({w.num_elements()}, type, dnnl::memory::format_tag::a), dnn::CpuEngine());
+      const dnnl::memory::desc desc({w.num_elements()}, type, dnnl::memory::format_tag::a);
+      storage = Buffer::AllocateCpu(desc.get_size());
+      packed = dnnl::memory(desc, dnn::CpuEngine(), storage->data());
     } catch (const dnnl::error& e) {
       return InternalError(std::string("cannot allocate the packed weights: ") + e.what());
     }
@@ -78,7 +81,7 @@ Expected<const void*> PackedWeightsFor(KernelContext& context, const FewPixelsCo
     } else {
       PackWeights(static_cast<const uint16_t*>(w.raw_data()), e, static_cast<uint16_t*>(packed.get_data_handle()));
     }
-    cache->Store(kPackedKey, w.raw_data(), packed);
+    cache->Store(kPackedKey, w.raw_data(), packed, std::move(storage));
   }
   return static_cast<const void*>(packed.get_data_handle());
 }
