@@ -7,7 +7,9 @@
 // read into the compute type, statistics are float32 (float64 for float64 X). A fused
 // activation (a Relu after a training-mode BatchNormalization) is applied to each plane
 // as it is written, with the bits the activation's own kernel would give from Y. X and Y
-// may be stored channels-last together (batch_norm_channels_last.h), for the same bits.
+// may be stored channels-last together (batch_norm_channels_last.h), for the same bits;
+// then a training-mode step may also hand its batch statistics to its gradient
+// (batch_statistics.h).
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -17,6 +19,7 @@
 #include "ops/common/float_compute.h"
 #include "ops/common/fused_activation.h"
 #include "ops/normalization/batch_norm_channels_last.h"
+#include "ops/normalization/batch_statistics.h"
 #include "ops/normalization/lane_sums.h"
 #include "ops/normalization/normalization_kernels.h"
 #include "runtime/exec/thread_pool.h"
@@ -93,6 +96,19 @@ void NormalizeChannelsLast(KernelContext& context, const Tensor& x, bool trainin
   ChannelsLastNormalize(context.threads(), x, m.data(), a.data(), b.data(), context.fused_activation(), y);
 }
 
+// The batch statistics for the gradient (batch_statistics.h), when the plan asks for them.
+Status ShareBatchStatistics(KernelContext& context, const std::vector<double>& batch_mean,
+                            const std::vector<double>& batch_var) {
+  for (const int index : {kBatchMeanIndex, kBatchVarIndex}) {
+    if (!context.output_used(index)) continue;
+    const std::vector<double>& values = index == kBatchMeanIndex ? batch_mean : batch_var;
+    const Shape shape{static_cast<int64_t>(values.size())};
+    ONNX_AMP_ASSIGN_OR_RETURN(Tensor * out, context.AllocateOutput(index, DType::kFloat32, shape));
+    ONNX_AMP_RETURN_IF_ERROR(StoreChannels(context, values, *out));
+  }
+  return Status::Ok();
+}
+
 template <typename T>
 Status RunBatchNorm(KernelContext& context, const Tensor& x, bool training, Tensor& y) {
   using Acc = ComputeType<T>;
@@ -112,6 +128,7 @@ Status RunBatchNorm(KernelContext& context, const Tensor& x, bool training, Tens
     if (context.input_channels_last(0)) {
       if (!context.output_channels_last(0)) return context.Error(ErrorCode::kInternal, "X is channels-last, Y is not");
       NormalizeChannelsLast(context, x, training, scale, bias, mean, var, epsilon, batch_mean, batch_var, y);
+      if (training) ONNX_AMP_RETURN_IF_ERROR(ShareBatchStatistics(context, batch_mean, batch_var));
       return UpdateRunningStatistics(context, training, mean, var, batch_mean, batch_var);
     }
   }

@@ -9,6 +9,7 @@
 
 #include "ops/common/float_compute.h"
 #include "ops/normalization/batch_norm_channels_last.h"
+#include "ops/normalization/batch_statistics.h"
 #include "ops/normalization/lane_sums.h"
 #include "ops/normalization/normalization_kernels.h"
 #include "runtime/exec/thread_pool.h"
@@ -41,8 +42,9 @@ class ChannelPlanes {
   std::vector<float> buffer_;
 };
 
-// What BatchNormalizationGrad reads besides dY and X: scale, and the given mean and var
-// of inference mode (empty in training mode).
+// What BatchNormalizationGrad reads besides dY and X: scale, and the given mean and var:
+// inference mode's inputs, or in training mode the batch statistics the forward step
+// handed over (batch_statistics.h; channels-last X only, empty when none came).
 struct BatchNormGradParams {
   const std::vector<float>& scale;
   const std::vector<float>& given_mean;
@@ -134,10 +136,18 @@ void GradChannelsLast(KernelContext& context, const Tensor& dy, const Tensor& x,
     for (int64_t c = 0; c < channels; ++c) dscale[c] = sum_gc[c] * inv_std[c];
     return;
   }
-  ChannelsLastMeanVar(context.threads(), x, mean.data(), nullptr);
-  ChannelsLastGradSums(context.threads(), dy, x, mean.data(), dbias.data(), sum_gc.data(), var.data());
+  // The forward's statistics when it handed them over: the same sums, one pass fewer.
+  const bool handed_over = !params.given_mean.empty();
+  if (handed_over) {
+    mean = params.given_mean;
+    var = params.given_var;
+  } else {
+    ChannelsLastMeanVar(context.threads(), x, mean.data(), nullptr);
+  }
+  ChannelsLastGradSums(context.threads(), dy, x, mean.data(), dbias.data(), sum_gc.data(),
+                       handed_over ? nullptr : var.data());
   for (int64_t c = 0; c < channels; ++c) {
-    var[c] /= count;
+    if (!handed_over) var[c] /= count;
     coefficients(c);
     dscale[c] = sum_gc[c] * inv_std[c];
     mean_g[c] = dbias[c] / count;
@@ -217,9 +227,13 @@ Status BatchNormalizationGradKernel(KernelContext& context) {
   if (scale->num_elements() != channels) return context.Error(ErrorCode::kInvalidModel, "scale must have C elements");
   std::vector<float> given_mean;
   std::vector<float> given_var;
-  if (!training) {
-    ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* mean_t, FloatInput(context, 3));
-    ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* var_t, FloatInput(context, 4));
+  const bool channels_last = context.input_channels_last(1);
+  const bool handed_over = training && channels_last && context.input(kBatchMeanIndex) != nullptr &&
+                           context.input(kBatchVarIndex) != nullptr;
+  if (!training || handed_over) {
+    const int mean_index = training ? kBatchMeanIndex : 3, var_index = training ? kBatchVarIndex : 4;
+    ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* mean_t, FloatInput(context, mean_index));
+    ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* var_t, FloatInput(context, var_index));
     if (mean_t->num_elements() != channels || var_t->num_elements() != channels) {
       return context.Error(ErrorCode::kInvalidModel, "mean and var must have C elements");
     }
@@ -233,7 +247,7 @@ Status BatchNormalizationGradKernel(KernelContext& context) {
   }
   std::vector<float> dscale(static_cast<size_t>(channels), 0.0f);
   std::vector<float> dbias(static_cast<size_t>(channels), 0.0f);
-  if (context.input_channels_last(1)) {
+  if (channels_last) {
     if (!context.input_channels_last(0) || (dx != nullptr && !context.output_channels_last(0))) {
       return context.Error(ErrorCode::kInternal, "X is channels-last, dY or dX is not");
     }

@@ -188,7 +188,10 @@ class PlanBuilder {
       FuseActivations(*plan, outer_reads, keep);
       FuseWideningCasts(*plan, outer_reads, keep);
       FuseReluGrads(*plan, outer_reads, keep);
-      if (options_.channels_last && !on_device) AssignChannelsLast(*plan, outer_reads, keep);
+      if (options_.channels_last && !on_device) {
+        AssignChannelsLast(*plan, outer_reads, keep);
+        if (options_.share_batch_statistics) ShareBatchStatistics(*plan);
+      }
     }
     if (missing_.empty()) PlaceValues(*plan, outer_reads, on_device ? device_ : DeviceKind::kCpu);
     MarkLastUses(*plan, outer_reads);

@@ -8,7 +8,8 @@
 // observable; before those, an inference BatchNormalization after a Conv is folded into
 // the Conv's weights and a residual Add into the Conv (plan_rewrites.h). Last, values
 // passed between CPU convolutions and max pools are stored channels-last
-// (plan_layouts.h).
+// (plan_layouts.h), and a training BatchNormalization of such a value hands its batch
+// statistics to its gradient through two slots of its own (plan_rewrites.h).
 #pragma once
 
 #include <memory>
@@ -91,6 +92,9 @@ struct PlanOptions {
   // With fuse_activations, keep the values passed between CPU convolutions and max pools
   // in channels-last order (plan_layouts.h) instead of reordering them around each one.
   bool channels_last = true;
+  // With channels_last, hand training BatchNormalization statistics to the gradient
+  // (plan_rewrites.h, ShareBatchStatistics).
+  bool share_batch_statistics = true;
   // Values of the main graph that must keep their own tensor (captured ones): the
   // activation that reads such a value is never folded away from it.
   bool keep_all_values = false;

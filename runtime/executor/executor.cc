@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "ops/kernel_registry.h"
+#include "ops/normalization/batch_statistics.h"
 #include "runtime/core/limits.h"
 #include "runtime/exec/device.h"
 #include "runtime/exec/kernel.h"
@@ -117,7 +118,8 @@ class NodeContext final : public KernelContext {
     MemoryPool& pool = state_.PoolOf(step_.device);
     std::shared_ptr<Buffer> buffer = pool.Allocate(bytes);
     if (!buffer) {
-      const std::string name = index < num_outputs() ? node().output(index) : std::to_string(index);
+      // A plan may give a step outputs past its node's (plan_rewrites.h); those have no name.
+      const std::string name = index < node().output_size() ? node().output(index) : std::to_string(index);
       if (step_.device != DeviceKind::kCpu) {
         return Error(ErrorCode::kUnsupported, "output '" + name + "' " + ShapeToString(shape) + ": the device has no " +
                                                   std::to_string(bytes) + " bytes left");
@@ -345,6 +347,7 @@ Expected<std::unique_ptr<Executor>> Executor::Create(const onnx::ModelProto& mod
   plan_options.device_kernels = options.device != nullptr ? &options.device->kernels() : nullptr;
   plan_options.fuse_activations = options.fuse_activations;
   plan_options.channels_last = options.channels_last;
+  plan_options.share_batch_statistics = options.share_batch_statistics;
   plan_options.keep_all_values = options.capture_all;
   plan_options.keep_values = options.capture;
   ONNX_AMP_ASSIGN_OR_RETURN(executor->plan_,
@@ -418,6 +421,18 @@ std::vector<std::string> Executor::ChannelsLastValues() const {
   std::vector<std::string> names;
   for (size_t slot = 0; slot < plan_->channels_last.size(); ++slot) {
     if (plan_->channels_last[slot]) names.push_back(plan_->slot_names[slot]);
+  }
+  return names;
+}
+
+std::vector<std::string> Executor::SharedBatchStatistics() const {
+  std::vector<std::string> names;
+  for (const PlanStep& step : plan_->steps) {
+    if (step.node->op_type() != "BatchNormalizationGrad" || static_cast<int>(step.inputs.size()) <= kBatchMeanIndex ||
+        step.inputs[kBatchMeanIndex] < 0) {
+      continue;
+    }
+    names.push_back(plan_->slot_names[step.inputs[1]]);
   }
   return names;
 }

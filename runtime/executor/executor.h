@@ -52,6 +52,9 @@ struct ExecutorOptions {
   // pools in channels-last order, the one oneDNN's convolutions compute in, instead of
   // reordering them to and from NCHW around each one; the result is bit-identical.
   bool channels_last = true;
+  // With channels_last: a training-mode BatchNormalization hands its batch mean and
+  // variance to its gradient, which then makes one pass fewer over X; bit-identical.
+  bool share_batch_statistics = true;
   // Keep constant (initializer) weights in oneDNN's preferred layout from run to run.
   bool prepack_weights = true;
   // Cap on the bytes held for the tensors the nodes produce (0: this machine's physical
@@ -109,6 +112,10 @@ class Executor {
 
   // The main-graph values the plan stores channels-last (plan_layouts.h), in slot order.
   std::vector<std::string> ChannelsLastValues() const;
+
+  // The main-graph values whose BatchNormalization hands its batch statistics to the
+  // gradient (plan_rewrites.h, ShareBatchStatistics), in step order.
+  std::vector<std::string> SharedBatchStatistics() const;
 
  private:
   Executor();

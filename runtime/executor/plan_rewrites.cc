@@ -5,7 +5,9 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
+#include "ops/normalization/batch_statistics.h"
 #include "runtime/core/float16.h"
 #include "runtime/core/onnx_domain.h"
 #include "runtime/executor/plan_fusion.h"
@@ -70,13 +72,20 @@ bool IsInferenceBatchNorm(const PlanStep& step) {
   return step.opset < 14 ? step.outputs.size() == 1 : IntAttribute(*step.node, "training_mode", 0) == 0;
 }
 
-int AddInitializer(GraphPlan& plan, const std::string& base, Tensor tensor) {
+// A new slot named `base`, or `base#2`, `base#3`, ... when the graph has that name.
+int AddSlot(GraphPlan& plan, const std::string& base, SlotKind kind) {
   std::string name = base;
   for (int n = 2; plan.FindSlot(name) >= 0; ++n) name = base + "#" + std::to_string(n);
   const int slot = static_cast<int>(plan.slot_names.size());
   plan.slot_names.push_back(name);
-  plan.slot_kinds.push_back(SlotKind::kInitializer);
+  plan.slot_kinds.push_back(kind);
   plan.slot_of.emplace(name, slot);
+  if (!plan.channels_last.empty()) plan.channels_last.push_back(false);
+  return slot;
+}
+
+int AddInitializer(GraphPlan& plan, const std::string& base, Tensor tensor) {
+  const int slot = AddSlot(plan, base, SlotKind::kInitializer);
   plan.initializers.emplace_back(slot, std::move(tensor));
   return slot;
 }
@@ -192,6 +201,60 @@ void FuseConvAdd(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, co
     }
   }
   RemoveFoldedSteps(plan, outer_reads, folded);
+}
+
+namespace {
+
+// A BatchNormalization that normalizes with the batch's own statistics (the kernel's rule:
+// training_mode from opset 14, extra outputs before).
+bool IsTrainingBatchNorm(const PlanStep& step) {
+  if (!IsCpuOp(step, "BatchNormalization") || step.opset < 9 || step.inputs.size() != 5) return false;
+  return step.opset < 14 ? step.outputs.size() > 1 : IntAttribute(*step.node, "training_mode", 0) != 0;
+}
+
+bool IsTrainingBatchNormGrad(const PlanStep& step) {
+  return step.device == DeviceKind::kCpu && step.node->op_type() == "BatchNormalizationGrad" &&
+         step.node->domain() == kOnnxAmpDomain && step.inputs.size() == 5 && step.inputs[1] >= 0 &&
+         IntAttribute(*step.node, "training_mode", 0) != 0;
+}
+
+// Puts `slot` at `index` of `slots`, padding with absent (-1) entries.
+void PlaceAt(std::vector<int>& slots, int index, int slot) {
+  if (static_cast<int>(slots.size()) <= index) slots.resize(static_cast<size_t>(index) + 1, -1);
+  slots[static_cast<size_t>(index)] = slot;
+}
+
+}  // namespace
+
+void ShareBatchStatistics(GraphPlan& plan) {
+  if (plan.channels_last.empty()) return;
+  // The training-mode forward step that normalizes each channels-last value.
+  std::unordered_map<int, size_t> forward_of;
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const PlanStep& step = plan.steps[s];
+    if (!IsTrainingBatchNorm(step) || step.inputs[0] < 0 || !plan.channels_last[step.inputs[0]]) continue;
+    forward_of.emplace(step.inputs[0], s);
+  }
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    PlanStep& grad = plan.steps[s];
+    if (!IsTrainingBatchNormGrad(grad)) continue;
+    const auto forward = forward_of.find(grad.inputs[1]);
+    if (forward == forward_of.end() || forward->second > s) continue;
+    PlanStep& norm = plan.steps[forward->second];
+    int mean = -1, var = -1;
+    if (static_cast<int>(norm.outputs.size()) > kBatchVarIndex) {
+      mean = norm.outputs[kBatchMeanIndex];
+      var = norm.outputs[kBatchVarIndex];
+    } else {
+      const std::string& x_name = plan.slot_names[grad.inputs[1]];
+      mean = AddSlot(plan, x_name + "/batch_mean", SlotKind::kNodeOutput);
+      var = AddSlot(plan, x_name + "/batch_var", SlotKind::kNodeOutput);
+      PlaceAt(norm.outputs, kBatchMeanIndex, mean);
+      PlaceAt(norm.outputs, kBatchVarIndex, var);
+    }
+    PlaceAt(grad.inputs, kBatchMeanIndex, mean);
+    PlaceAt(grad.inputs, kBatchVarIndex, var);
+  }
 }
 
 }  // namespace onnx_amp

@@ -1,6 +1,7 @@
-// Inference rewrites of an execution plan (execution_plan.h) that fold a node into the Conv
-// before it, applied when the plan is built with fusion on (before the activation fold of
-// plan_fusion.h), so a run makes fewer passes over each activation. Each rewrite leaves a value that must stay
+// Rewrites of an execution plan (execution_plan.h), applied when the plan is built with
+// fusion on, so a run makes fewer passes over each activation: inference ones that fold a
+// node into the Conv before it (before the activation fold of plan_fusion.h), and a
+// training one that hands batch statistics from a BatchNormalization to its gradient. Each rewrite leaves a value that must stay
 // observable (a graph output, a captured value, one read twice) as it is.
 #pragma once
 
@@ -23,5 +24,12 @@ void FoldBatchNormIntoConv(GraphPlan& plan, std::vector<std::vector<int>>& outer
 // both operands' shapes equal in the graph's shape inference (no broadcasting) and the
 // other operand computed before the Conv runs.
 void FuseConvAdd(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& keep);
+
+// Training: hands each training-mode CPU BatchNormalization's batch mean and variance to
+// the BatchNormalizationGrad that reads the same channels-last X (run after
+// AssignChannelsLast), through two new slots (ops/normalization/batch_statistics.h). The
+// gradient then skips its own pass over X for the mean; the values are the forward's very
+// sums, so no bit changes.
+void ShareBatchStatistics(GraphPlan& plan);
 
 }  // namespace onnx_amp

@@ -5,10 +5,14 @@
 // max pool gradients have the NCHW bits; oneDNN's backward convolutions add their
 // products in another order for channels-last operands, so the gradients agree to
 // float32 rounding of those sums, and the low-precision ones to a rounding of their dtype.
+// With channels-last values, each training-mode BatchNormalization hands its batch
+// statistics to its gradient (plan_rewrites.h): that step gives every bit the step without
+// it gives.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <random>
 #include <string>
@@ -26,12 +30,14 @@ constexpr int64_t kBatch = 8;
 struct Step {
   std::vector<NamedTensor> outputs;
   std::vector<std::string> channels_last;
+  std::vector<std::string> shared_statistics;
 };
 
-Step RunStep(const TrainingGraph& graph, bool channels_last) {
+Step RunStep(const TrainingGraph& graph, bool channels_last, bool share_batch_statistics = true) {
   ExecutorOptions options;
   options.num_threads = 2;
   options.channels_last = channels_last;
+  options.share_batch_statistics = share_batch_statistics;
   Expected<std::unique_ptr<Executor>> executor = Executor::Create(graph.train_model, options);
   EXPECT_TRUE(executor.ok()) << executor.status().message();
   if (!executor.ok()) return {};
@@ -47,6 +53,7 @@ Step RunStep(const TrainingGraph& graph, bool channels_last) {
   for (const NamedTensor& parameter : graph.parameters) feeds[parameter.name] = parameter.tensor;
   Step step;
   step.channels_last = (*executor)->ChannelsLastValues();
+  step.shared_statistics = (*executor)->SharedBatchStatistics();
   Expected<RunResult> result = (*executor)->Run(feeds);
   EXPECT_TRUE(result.ok()) << result.status().message();
   if (result.ok()) step.outputs = std::move(result->outputs);
@@ -87,6 +94,44 @@ TEST_P(ChannelsLastTrainingTest, CnnStepMatchesNchw) {
       const double bound = 2 * u_low * std::abs(y[j]) + 2.0 * kBatch * 28 * 28 * 0x1p-24 * largest;
       ASSERT_LE(std::abs(x[j] - y[j]), bound) << nchw.outputs[i].name << " element " << j;
     }
+  }
+}
+
+// The bundled CNN with its BatchNormalizations in training mode (the batch's statistics,
+// running ones updated as outputs 1 and 2), as a model exported for training has them.
+Expected<TrainingGraph> TrainingModeCnn(PolicyKind policy) {
+  Expected<onnx::ModelProto> model = LoadModel(std::string(ONNX_AMP_MODELS_DIR) + "/cnn.onnx");
+  if (!model.ok()) return model.status();
+  for (onnx::NodeProto& node : *model->mutable_graph()->mutable_node()) {
+    if (node.op_type() != "BatchNormalization") continue;
+    onnx::AttributeProto* training = node.add_attribute();
+    training->set_name("training_mode");
+    training->set_type(onnx::AttributeProto::INT);
+    training->set_i(1);
+    node.add_output(node.name() + "/running_mean");
+    node.add_output(node.name() + "/running_var");
+  }
+  return testing::TrainingGraphOf(*model, policy);
+}
+
+TEST_P(ChannelsLastTrainingTest, BatchStatisticsHandedToTheGradientKeepEveryBit) {
+  Expected<TrainingGraph> graph = TrainingModeCnn(GetParam());
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  const Step shared = RunStep(*graph, true);
+  const Step recomputed = RunStep(*graph, true, false);
+  EXPECT_EQ(shared.shared_statistics, (std::vector<std::string>{"conv2", "conv1"}));
+  EXPECT_TRUE(recomputed.shared_statistics.empty());
+  EXPECT_TRUE(RunStep(*graph, false).shared_statistics.empty()) << "NCHW plans share nothing";
+  Expected<TrainingGraph> frozen = testing::MlpTrainingGraph(GetParam(), "cnn.onnx");
+  ASSERT_TRUE(frozen.ok()) << frozen.status().message();
+  EXPECT_TRUE(RunStep(*frozen, true).shared_statistics.empty()) << "inference-mode statistics are given, not shared";
+  ASSERT_EQ(shared.outputs.size(), recomputed.outputs.size());
+  for (size_t i = 0; i < shared.outputs.size(); ++i) {
+    const Tensor& a = shared.outputs[i].tensor;
+    const Tensor& b = recomputed.outputs[i].tensor;
+    ASSERT_EQ(a.dtype(), b.dtype()) << shared.outputs[i].name;
+    ASSERT_EQ(a.shape(), b.shape()) << shared.outputs[i].name;
+    EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), a.bytes()), 0) << shared.outputs[i].name;
   }
 }
 

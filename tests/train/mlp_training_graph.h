@@ -13,10 +13,9 @@
 
 namespace onnx_amp::testing {
 
-inline Expected<TrainingGraph> MlpTrainingGraph(PolicyKind policy, const std::string& model_file = "mlp_u64.onnx") {
-  Expected<onnx::ModelProto> model = LoadModel(std::string(ONNX_AMP_MODELS_DIR) + "/" + model_file);
-  if (!model.ok()) return model.status();
-  Expected<TrainableModel> trainable = PrepareTrainableModel(*model, LossKind::kCrossEntropy);
+// The same from a model already loaded (a test's variant of a bundled one).
+inline Expected<TrainingGraph> TrainingGraphOf(const onnx::ModelProto& model, PolicyKind policy) {
+  Expected<TrainableModel> trainable = PrepareTrainableModel(model, LossKind::kCrossEntropy);
   if (!trainable.ok()) return trainable.status();
   if (policy != PolicyKind::kFloat32) {
     ConvertOptions convert;
@@ -28,6 +27,12 @@ inline Expected<TrainingGraph> MlpTrainingGraph(PolicyKind policy, const std::st
     trainable->forward = std::move(converted->model);
   }
   return BuildTrainingGraph(std::move(*trainable), LossKind::kCrossEntropy);
+}
+
+inline Expected<TrainingGraph> MlpTrainingGraph(PolicyKind policy, const std::string& model_file = "mlp_u64.onnx") {
+  Expected<onnx::ModelProto> model = LoadModel(std::string(ONNX_AMP_MODELS_DIR) + "/" + model_file);
+  if (!model.ok()) return model.status();
+  return TrainingGraphOf(*model, policy);
 }
 
 }  // namespace onnx_amp::testing
