@@ -1,8 +1,9 @@
 // Rewrites of an execution plan (execution_plan.h), applied when the plan is built with
 // fusion on, so a run makes fewer passes over each activation: inference ones that fold a
 // node into the Conv before it (before the activation fold of plan_fusion.h), and a
-// training one that hands batch statistics from a BatchNormalization to its gradient. Each rewrite leaves a value that must stay
-// observable (a graph output, a captured value, one read twice) as it is.
+// training one that hands batch statistics from a BatchNormalization to its gradient.
+// Each rewrite leaves a value that must stay observable (a graph output, a captured value,
+// one read twice) as it is.
 #pragma once
 
 #include <vector>

@@ -13,7 +13,7 @@
 
 namespace onnx_amp::testing {
 
-// The same from a model already loaded (a test's variant of a bundled one).
+// The training graph of `model` (a bundled one, or a test's variant of one).
 inline Expected<TrainingGraph> TrainingGraphOf(const onnx::ModelProto& model, PolicyKind policy) {
   Expected<TrainableModel> trainable = PrepareTrainableModel(model, LossKind::kCrossEntropy);
   if (!trainable.ok()) return trainable.status();
