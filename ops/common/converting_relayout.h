@@ -35,5 +35,7 @@ void ConvertBetween(const dnnl::memory::desc& from, const void* from_data, const
 bool TransposesSupported();
 void RowsToPixels16(const float* in, int64_t in_stride, int64_t count, float* out, int64_t out_stride);
 void PixelsToRows16(const float* in, int64_t in_stride, int64_t count, float* out, int64_t out_stride);
+// PixelsToRows16 on 16-bit values (float16/bfloat16 bits), moved as they are.
+void PixelsToRows16Bits(const uint16_t* in, int64_t in_stride, int64_t count, uint16_t* out, int64_t out_stride);
 
 }  // namespace onnx_amp::dnn

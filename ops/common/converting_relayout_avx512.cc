@@ -74,6 +74,24 @@ ONNX_AMP_TRANSPOSE_TARGET void PixelsToRows16(const float* in, int64_t in_stride
   }
 }
 
+ONNX_AMP_TRANSPOSE_TARGET void PixelsToRows16Bits(const uint16_t* in, int64_t in_stride, int64_t count,
+                                                  uint16_t* out, int64_t out_stride) {
+  for (int64_t i0 = 0; i0 < count; i0 += 16) {
+    const int64_t height = count - i0 < 16 ? count - i0 : 16;
+    const __mmask16 mask = FirstLanes(height);
+    // Each 16-bit value zero-extended into a 32-bit lane, moved as float bits, and
+    // narrowed back: the transpose only shuffles lanes, so every bit pattern survives.
+    __m512 r[16];
+    for (int64_t i = 0; i < 16; ++i) {
+      r[i] = i < height ? _mm512_castsi512_ps(_mm512_cvtepu16_epi32(
+                              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + (i0 + i) * in_stride))))
+                        : _mm512_setzero_ps();
+    }
+    Transpose16(r);
+    for (int j = 0; j < 16; ++j) _mm512_mask_cvtepi32_storeu_epi16(out + j * out_stride + i0, mask, _mm512_castps_si512(r[j]));
+  }
+}
+
 }  // namespace onnx_amp::dnn
 
 #endif  // x86

@@ -434,7 +434,8 @@ __attribute__((target("avx512f"))) void MaxPool2x2RowChannelsLastLowAvx512(const
 
 // MaxPool2dChannelsLast of float16/bfloat16 X in 2x2 tiles of whole 16-channel blocks,
 // read in place by MaxPool2x2RowChannelsLastLowAvx512 one output row at a time; the
-// pooled bits go to Y as they are (channels-last) or to each channel's row (NCHW).
+// pooled bits go to Y as they are (channels-last) or, transposed 16 channels at a time,
+// to each channel's row (NCHW).
 void MaxPool2x2ChannelsLastLowAvx512(ThreadPool& threads, const Tensor& x, const WindowGeometry& g,
                                      bool y_channels_last, int64_t grain, Tensor& y) {
   const int64_t channels = x.dim(1), out_h = g.out[0], out_w = g.out[1];
@@ -451,9 +452,9 @@ void MaxPool2x2ChannelsLastLowAvx512(ThreadPool& threads, const Tensor& x, const
       uint16_t* out = y_channels_last ? y_bits + row * out_row_size : pooled.data();
       kernel(top, top + row_size, out_w, channels, out);
       if (y_channels_last) continue;
-      for (int64_t c = 0; c < channels; ++c) {
-        uint16_t* channel_row = y_bits + ((image * channels + c) * out_h + oh) * out_w;
-        for (int64_t ow = 0; ow < out_w; ++ow) channel_row[ow] = out[ow * channels + c];
+      for (int64_t c = 0; c < channels; c += 16) {
+        dnn::PixelsToRows16Bits(out + c, channels, out_w, y_bits + ((image * channels + c) * out_h + oh) * out_w,
+                                out_h * out_w);
       }
     }
   });

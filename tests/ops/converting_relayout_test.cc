@@ -149,5 +149,34 @@ INSTANTIATE_TEST_SUITE_P(LowPrecisionTypes, ConvertingRelayoutTest, ::testing::V
                            return info.param == dt::f16 ? "float16" : "bfloat16";
                          });
 
+// The pixel-to-row transposes alone, against a plain index loop: pixel counts below, at
+// and past 16, strides wider than the data, and for the 16-bit one every bit pattern
+// (NaN payloads, signed zeros) moved as it is.
+TEST(PixelTransposeTest, PixelsToRowsMatchesTheIndexLoop) {
+  if (!TransposesSupported()) GTEST_SKIP() << "this CPU lacks AVX-512: the pools gather element by element";
+  constexpr int64_t kInStride = 37, kOutStride = 45;
+  for (const int64_t count : {1, 7, 16, 23, 40}) {
+    std::vector<float> in(static_cast<size_t>(count * kInStride));
+    std::vector<uint16_t> in_bits(in.size());
+    for (size_t i = 0; i < in.size(); ++i) {
+      in[i] = static_cast<float>(i) - 0.5f;
+      in_bits[i] = static_cast<uint16_t>(i * 40503u);
+    }
+    std::vector<float> out(static_cast<size_t>(16 * kOutStride), -1.0f);
+    std::vector<uint16_t> out_bits(out.size(), 0xabcd);
+    PixelsToRows16(in.data(), kInStride, count, out.data(), kOutStride);
+    PixelsToRows16Bits(in_bits.data(), kInStride, count, out_bits.data(), kOutStride);
+    for (int64_t j = 0; j < 16; ++j) {
+      for (int64_t i = 0; i < kOutStride; ++i) {
+        const size_t at = static_cast<size_t>(j * kOutStride + i);
+        const bool written = i < count;
+        ASSERT_EQ(out[at], written ? in[i * kInStride + j] : -1.0f) << "count " << count << " (" << i << ", " << j << ")";
+        ASSERT_EQ(out_bits[at], written ? in_bits[i * kInStride + j] : 0xabcd)
+            << "count " << count << " (" << i << ", " << j << ")";
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace onnx_amp::dnn
