@@ -14,7 +14,10 @@ void RegisterConvCpuKernels(KernelRegistry& registry) {
   conv.channels_last = {.any_order_inputs = 1u << 0, .output = ChannelsLastOutput::kAnyOrder};
   registry.Register(conv);
   registry.Register({"", "ConvTranspose", DeviceKind::kCpu, &ConvTransposeCpu});
+  // MaxPool reads a channels-last float32 X through the Relu of the Conv before it when
+  // the plan moves that Relu here (KernelDef::reads_through_relu).
   KernelDef max_pool{"", "MaxPool", DeviceKind::kCpu, &MaxPoolCpu};
+  max_pool.reads_through_relu = true;
   max_pool.channels_last = {.any_order_inputs = 1u << 0, .output = ChannelsLastOutput::kIfInput0};
   registry.Register(max_pool);
   registry.Register({"", "AveragePool", DeviceKind::kCpu, &AveragePoolCpu});

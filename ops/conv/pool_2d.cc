@@ -376,7 +376,7 @@ namespace {
 // window with no tap inside. `x` holds the image's input rows [rows.begin, rows.end) of
 // output row `oh`, each [W, C]; `acc` takes [out_w, C].
 __attribute__((target_clones("avx512f", "avx2", "default"))) void MaxPoolRowChannelsLast(
-    const float* __restrict x, const WindowGeometry& g, const PlaneWindows& p, int64_t oh, int64_t channels,
+    const float* __restrict x, const WindowGeometry& g, const PlaneWindows& p, int64_t oh, int64_t channels, bool relu,
     float* __restrict acc) {
   const TapRange& rows = p.rows[oh];
   const int64_t in_w = g.in[1];
@@ -387,16 +387,27 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void MaxPoolRowChan
     for (int64_t h = rows.begin; h < rows.end; ++h) {
       for (int64_t w = cols.begin; w < cols.end; ++w) {
         const float* tap = x + ((h - rows.begin) * in_w + w) * channels;
-        for (int64_t c = 0; c < channels; ++c) out[c] = TakeMax(tap[c], out[c]);
+        for (int64_t c = 0; c < channels; ++c) out[c] = TakeMax(relu ? ReluOp{}(tap[c]) : tap[c], out[c]);
       }
     }
   }
 }
 
 #if defined(__x86_64__)
+// One tap of 16 channels, through ReluOp when kRelu: a negative value becomes +0, NaN and
+// -0 stay (an ordered less-than is false for both).
+template <bool kRelu>
+__attribute__((target("avx512f"))) inline __m512 LoadTap16(__mmask16 lanes, const float* values) {
+  const __m512 tap = _mm512_maskz_loadu_ps(lanes, values);
+  if constexpr (!kRelu) return tap;
+  const __m512 zero = _mm512_setzero_ps();
+  return _mm512_mask_mov_ps(tap, _mm512_cmp_ps_mask(tap, zero, _CMP_LT_OQ), zero);
+}
+
 // MaxPoolRowChannelsLast for windows that Tiles2x2, on AVX-512: the four taps of each
 // output are two adjacent channel vectors in each of two rows, taken in PoolWindow's
 // order, 16 channels at a time.
+template <bool kRelu>
 __attribute__((target("avx512f"))) void MaxPool2x2RowChannelsLastAvx512(const float* top, const float* bottom,
                                                                        int64_t out_w, int64_t channels, float* acc) {
   for (int64_t ow = 0; ow < out_w; ++ow) {
@@ -404,10 +415,10 @@ __attribute__((target("avx512f"))) void MaxPool2x2RowChannelsLastAvx512(const fl
     const float* b = bottom + 2 * ow * channels;
     for (int64_t c = 0; c < channels; c += 16) {
       const __mmask16 lanes = FirstLanes(channels - c);
-      __m512 max = _mm512_maskz_loadu_ps(lanes, t + c);
-      max = TakeMax16(_mm512_maskz_loadu_ps(lanes, t + channels + c), max);
-      max = TakeMax16(_mm512_maskz_loadu_ps(lanes, b + c), max);
-      max = TakeMax16(_mm512_maskz_loadu_ps(lanes, b + channels + c), max);
+      __m512 max = LoadTap16<kRelu>(lanes, t + c);
+      max = TakeMax16(LoadTap16<kRelu>(lanes, t + channels + c), max);
+      max = TakeMax16(LoadTap16<kRelu>(lanes, b + c), max);
+      max = TakeMax16(LoadTap16<kRelu>(lanes, b + channels + c), max);
       _mm512_mask_storeu_ps(acc + ow * channels + c, lanes, max);
     }
   }
@@ -461,14 +472,18 @@ void MaxPool2x2ChannelsLastLowAvx512(ThreadPool& threads, const Tensor& x, const
 }
 #endif
 
-// One output row of a channels-last max pool into acc: the AVX-512 kernel where
-// `tiles_avx512` (Pool2x2UsesAvx512 and windows that Tiles2x2), the general walk otherwise.
+// One output row of a channels-last max pool into acc, its taps read through ReluOp when
+// `relu`: the AVX-512 kernel where `tiles_avx512` (Pool2x2UsesAvx512 and windows that
+// Tiles2x2), the general walk otherwise.
 void MaxPoolRowChannelsLastOf(bool tiles_avx512, const float* x, const WindowGeometry& g, const PlaneWindows& p,
-                              int64_t oh, int64_t channels, float* acc) {
+                              int64_t oh, int64_t channels, bool relu, float* acc) {
 #if defined(__x86_64__)
-  if (tiles_avx512) return MaxPool2x2RowChannelsLastAvx512(x, x + g.in[1] * channels, g.out[1], channels, acc);
+  if (tiles_avx512) {
+    const auto kernel = relu ? MaxPool2x2RowChannelsLastAvx512<true> : MaxPool2x2RowChannelsLastAvx512<false>;
+    return kernel(x, x + g.in[1] * channels, g.out[1], channels, acc);
+  }
 #endif
-  MaxPoolRowChannelsLast(x, g, p, oh, channels, acc);
+  MaxPoolRowChannelsLast(x, g, p, oh, channels, relu, acc);
 }
 
 }  // namespace
@@ -480,6 +495,9 @@ Status MaxPool2dChannelsLast(KernelContext& context, const Tensor& x, const Wind
   const int64_t channels = x.dim(1), in_h = g.in[0], in_w = g.in[1], out_h = g.out[0], out_w = g.out[1];
   const int64_t row_size = in_w * channels, out_row_size = out_w * channels;
   const bool wide = x.dtype() == DType::kFloat32;
+  // A Relu the plan moved here from the Conv before (plan_fusion.h), on float32 X only.
+  const bool relu = context.relu_of_input();
+  if (relu && !wide) return context.Error(ErrorCode::kInternal, "a Relu moved into the pool needs float32 X");
   const bool tiles_avx512 = Pool2x2UsesAvx512() && Tiles2x2(g);
 #if defined(__x86_64__)
   const bool transposes = wide && !y_channels_last && channels % 16 == 0 && dnn::TransposesSupported();
@@ -504,7 +522,7 @@ Status MaxPool2dChannelsLast(KernelContext& context, const Tensor& x, const Wind
       const float* x_rows = wide ? x.data<float>() + first : widened.data();
       if (!wide) LoadFloat32Block(x, first, (rows.end - rows.begin) * row_size, widened.data());
       float* acc = pooled.empty() ? y.data<float>() + row * out_row_size : pooled.data();
-      MaxPoolRowChannelsLastOf(tiles_avx512, x_rows, g, p, oh, channels, acc);
+      MaxPoolRowChannelsLastOf(tiles_avx512, x_rows, g, p, oh, channels, relu, acc);
       if (y_channels_last) {
         if (!wide) StoreFloat32Block(acc, row * out_row_size, out_row_size, y);
         continue;

@@ -90,6 +90,10 @@ class KernelContext {
   // input 1 (the Relu's output); set only for kernels registered with
   // KernelDef::fuses_relu_grad.
   virtual bool fused_relu_grad() const { return false; }
+  // Whether input 0 is to be read through a Relu, as the Relu node between its producer
+  // and this one would give it (the Relu moved here from the producer); set only for
+  // kernels registered with KernelDef::reads_through_relu.
+  virtual bool relu_of_input() const { return false; }
   // Whether input (output) `index` holds its [N, C, ...] values in channels-last memory
   // order ([N, ..., C], runtime/executor/plan_layouts.h); set only as the kernel's
   // KernelDef::channels_last allows.
@@ -167,6 +171,10 @@ struct KernelDef {
   // Honours KernelContext::widens_output(), so the plan may fold a Cast to float32 that
   // alone reads a float16/bfloat16 output 0 into this node.
   bool fuses_widening_cast = false;
+  // Honours KernelContext::relu_of_input(), so the plan may move into this node the Relu
+  // that a Conv applies to the value only this node reads (a max pool after a float32
+  // Conv: the Relu then costs no pass of its own).
+  bool reads_through_relu = false;
   // Which [N, C, H, W] inputs and output 0 it reads and writes in channels-last order
   // where KernelContext says so (runtime/executor/plan_layouts.h).
   ChannelsLastSupport channels_last = {};

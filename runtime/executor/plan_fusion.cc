@@ -2,6 +2,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <string_view>
+
 #include "runtime/core/onnx_domain.h"
 #include "runtime/graph/graph_view.h"
 
@@ -99,6 +101,32 @@ void FuseReluGrads(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, 
     folded[s] = true;
   }
   RemoveFoldedSteps(plan, outer_reads, folded);
+}
+
+void MoveRelusIntoReaders(GraphPlan& plan, const std::vector<std::vector<int>>& outer_reads,
+                          const std::vector<bool>& keep) {
+  if (plan.channels_last.empty() || plan.view == nullptr) return;
+  const SlotUses uses = CountSlotUses(plan, outer_reads);
+  constexpr std::string_view kReluLabel = "+Relu";
+  for (PlanStep& reader : plan.steps) {
+    if (reader.device != DeviceKind::kCpu || reader.kernel == nullptr || !reader.kernel->reads_through_relu ||
+        reader.relu_input || reader.inputs.empty()) {
+      continue;
+    }
+    const int value = reader.inputs[0];
+    const int producer_index = FoldableProducer(plan, uses, keep, value);
+    if (producer_index < 0 || !plan.channels_last[value]) continue;
+    PlanStep& producer = plan.steps[producer_index];
+    const std::string_view label = producer.op_label;
+    const bool conv_relu = producer.device == DeviceKind::kCpu && producer.kernel != nullptr &&
+                           producer.kernel->op_type == "Conv" && producer.activation.kind == FusedActivationKind::kRelu &&
+                           label.size() > kReluLabel.size() && label.substr(label.size() - kReluLabel.size()) == kReluLabel;
+    if (!conv_relu || plan.view->ValueType(plan.slot_names[value]) != DType::kFloat32) continue;
+    producer.activation = FusedActivation{};
+    producer.op_label.resize(producer.op_label.size() - kReluLabel.size());
+    reader.relu_input = true;
+    reader.op_label = "Relu+" + reader.op_label;
+  }
 }
 
 void RemoveFoldedSteps(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& folded) {

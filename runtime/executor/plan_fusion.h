@@ -1,7 +1,7 @@
 // Rewrites of a built plan that fold a node into the step producing its input, shared by
 // the plan builder's fusions: who reads and who produces each slot, the constants behind
-// initializer slots, the widening-Cast and ReluGrad folds, and the removal of folded
-// steps.
+// initializer slots, the widening-Cast and ReluGrad folds, moving a folded Relu on into
+// the max pool that reads it, and the removal of folded steps.
 #pragma once
 
 #include <vector>
@@ -38,6 +38,14 @@ void FuseWideningCasts(GraphPlan& plan, std::vector<std::vector<int>>& outer_rea
 // step: the step multiplies its output by the Relu's slope, the numbers the ReluGrad
 // would give, without a pass over dY and Y.
 void FuseReluGrads(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& keep);
+
+// Moves the Relu folded into a CPU Conv into the step that alone reads the Conv's float32,
+// channels-last output, when that step's kernel reads its input through a Relu
+// (KernelDef::reads_through_relu: the max pool), so the Relu costs no pass over the
+// activation of its own. The step applies ReluOp to each value it reads, the numbers the
+// Conv's Relu would have stored. Must run after AssignChannelsLast (plan_layouts.h).
+void MoveRelusIntoReaders(GraphPlan& plan, const std::vector<std::vector<int>>& outer_reads,
+                          const std::vector<bool>& keep);
 
 // Drops the steps marked in `folded`, keeping `outer_reads` parallel to plan.steps.
 void RemoveFoldedSteps(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& folded);

@@ -3,7 +3,8 @@
 // value in NCHW, on a graph made to reach every case (a 3x3 stride-2 ceil-mode pool with
 // padding, a residual Add, a pool feeding a non-convolution, channels not a multiple of
 // 16, NaN, infinities and signed zeros in the input) and on the bundled CNN and ResNet
-// block under each policy.
+// block under each policy. With them, a Relu that only a max pool reads moves from its
+// Conv into the pool (plan_fusion.h, MoveRelusIntoReaders), for the same bits too.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
@@ -11,11 +12,13 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <set>
 
 #include "converter/convert_model.h"
 #include "runtime/executor/executor.h"
 #include "runtime/executor/random_inputs.h"
 #include "runtime/onnx/model_io.h"
+#include "tests/ops/dnn_test_util.h"
 #include "tests/runtime/test_graphs.h"
 
 namespace onnx_amp {
@@ -81,6 +84,7 @@ Tensor SpecialInput() {
 struct Outcome {
   std::vector<NamedTensor> outputs;
   std::vector<std::string> channels_last;
+  std::set<std::string> steps;  // op labels of the run
 };
 
 Outcome RunModel(const onnx::ModelProto& model, const std::map<std::string, Tensor>& feeds, bool channels_last,
@@ -100,6 +104,7 @@ Outcome RunModel(const onnx::ModelProto& model, const std::map<std::string, Tens
     EXPECT_TRUE(result.ok()) << result.status().message();
     if (!result.ok()) return {};
     outcome.outputs = std::move(result->outputs);
+    for (const auto& [label, time] : result->stats.op_times) outcome.steps.insert(label);
   }
   return outcome;
 }
@@ -132,6 +137,75 @@ TEST(ChannelsLastTest, GivesTheSameBitsAsNchwWithNaNInfinitiesAndSignedZeros) {
   // The special values reach the outputs (so the comparison covers them).
   const Tensor& y = channels_last.outputs[0].tensor;
   EXPECT_TRUE(std::any_of(y.data<float>(), y.data<float>() + y.num_elements(), [](float v) { return std::isnan(v); }));
+}
+
+// ConvPoolChain without conv3 and its output, so that c1 too has the pool as its only
+// reader: its 3x3 overlapping windows take the pool's general loop.
+onnx::ModelProto ConvPoolChainWithoutSide() {
+  onnx::ModelProto model = ConvPoolChain();
+  onnx::GraphProto& graph = *model.mutable_graph();
+  for (int i = 0; i < graph.node_size(); ++i) {
+    if (graph.node(i).name() != "conv3") continue;
+    graph.mutable_node()->DeleteSubrange(i, 1);
+    break;
+  }
+  graph.mutable_output()->DeleteSubrange(1, 1);  // side
+  return model;
+}
+
+// x[2,20,8,8] -> Conv 1x1 (bias -1, so that whole windows come out negative) -> Relu ->
+// MaxPool 2x2 -> y: the Relu decides many of the pool's outputs, on its 2x2 kernels.
+onnx::ModelProto NegativeConvReluPool() {
+  std::mt19937_64 rng(13);
+  onnx::GraphProto graph;
+  graph.set_name("negative_conv_relu_pool");
+  *graph.add_input() = TensorValue("x", DType::kFloat32, {kBatch, kMid, 8, 8});
+  RandomFloatInitializer(graph, "w", {kMid, kMid, 1, 1}, rng, 0.3f);
+  onnx::TensorProto* bias = graph.add_initializer();
+  bias->set_name("b");
+  bias->set_data_type(onnx::TensorProto::FLOAT);
+  bias->add_dims(kMid);
+  for (int64_t c = 0; c < kMid; ++c) bias->add_float_data(-1.0f);
+  AddNode(graph, "Conv", {"x", "w", "b"}, {"c"}, "conv");
+  AddNode(graph, "Relu", {"c"}, {"r"}, "relu");
+  onnx::NodeProto* pool = AddNode(graph, "MaxPool", {"r"}, {"y"}, "pool");
+  SetIntsAttr(*pool, "kernel_shape", {2, 2});
+  SetIntsAttr(*pool, "strides", {2, 2});
+  *graph.add_output() = TensorValue("y", DType::kFloat32, {kBatch, kMid, 4, 4});
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(17);
+  *model.mutable_graph() = graph;
+  return model;
+}
+
+TEST(ChannelsLastTest, AReluOnlyAMaxPoolReadsMovesIntoThePool) {
+  const std::map<std::string, Tensor> feeds{{"x", SpecialInput()}};
+  // r2's Relu moves into pool2; c1 also feeds conv3, so conv1 keeps its Relu.
+  const Outcome chain = RunModel(ConvPoolChain(), feeds, true);
+  EXPECT_EQ(chain.steps, (std::set<std::string>{"Conv+Relu", "MaxPool", "Conv+Add", "Relu+MaxPool", "Conv", "Flatten"}));
+  EXPECT_EQ(RunModel(ConvPoolChain(), feeds, false).steps.count("Relu+MaxPool"), 0u) << "NCHW plans move nothing";
+  const Outcome alone = RunModel(ConvPoolChainWithoutSide(), feeds, true);
+  EXPECT_EQ(alone.steps, (std::set<std::string>{"Conv", "Relu+MaxPool", "Conv+Add", "Flatten"}));
+  // The same bits as the NCHW plan, on the AVX-512 2x2 kernel and on the portable loops.
+  std::mt19937_64 rng(17);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  Tensor x = Tensor::Empty(DType::kFloat32, {kBatch, kMid, 8, 8});
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = i % 89 == 3 ? -0.0f : uniform(rng);
+  x.data<float>()[7] = std::numeric_limits<float>::quiet_NaN();
+  for (const bool avx512 : {true, false}) {
+    if (avx512 && !__builtin_cpu_supports("avx512f")) continue;
+    const testing::ScopedPool2x2Avx512 pools(avx512);
+    const std::string label = avx512 ? "AVX-512 pools" : "portable pools";
+    const Outcome moved = RunModel(ConvPoolChainWithoutSide(), feeds, true);
+    ExpectSameBits(moved.outputs, RunModel(ConvPoolChainWithoutSide(), feeds, false).outputs, label);
+    const Outcome negative = RunModel(NegativeConvReluPool(), {{"x", x}}, true);
+    EXPECT_EQ(negative.steps, (std::set<std::string>{"Conv", "Relu+MaxPool"})) << label;
+    ExpectSameBits(negative.outputs, RunModel(NegativeConvReluPool(), {{"x", x}}, false).outputs, label);
+    // The Relu decided outputs: some windows were all negative.
+    const Tensor& y = negative.outputs[0].tensor;
+    EXPECT_GT(std::count(y.data<float>(), y.data<float>() + y.num_elements(), 0.0f), 10) << label;
+  }
 }
 
 TEST(ChannelsLastTest, CapturedValuesStayNchw) {
