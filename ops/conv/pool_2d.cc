@@ -17,6 +17,7 @@
 #include "ops/common/converting_relayout.h"
 #include "ops/common/elementwise_math.h"
 #include "ops/common/float_compute.h"
+#include "ops/common/relu_bits.h"
 #include "ops/conv/max_pool_rule.h"
 #include "runtime/exec/thread_pool.h"
 
@@ -376,7 +377,7 @@ namespace {
 // window with no tap inside. `x` holds the image's input rows [rows.begin, rows.end) of
 // output row `oh`, each [W, C]; `acc` takes [out_w, C].
 __attribute__((target_clones("avx512f", "avx2", "default"))) void MaxPoolRowChannelsLast(
-    const float* __restrict x, const WindowGeometry& g, const PlaneWindows& p, int64_t oh, int64_t channels, bool relu,
+    const float* __restrict x, const WindowGeometry& g, const PlaneWindows& p, int64_t oh, int64_t channels,
     float* __restrict acc) {
   const TapRange& rows = p.rows[oh];
   const int64_t in_w = g.in[1];
@@ -387,7 +388,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void MaxPoolRowChan
     for (int64_t h = rows.begin; h < rows.end; ++h) {
       for (int64_t w = cols.begin; w < cols.end; ++w) {
         const float* tap = x + ((h - rows.begin) * in_w + w) * channels;
-        for (int64_t c = 0; c < channels; ++c) out[c] = TakeMax(relu ? ReluOp{}(tap[c]) : tap[c], out[c]);
+        for (int64_t c = 0; c < channels; ++c) out[c] = TakeMax(tap[c], out[c]);
       }
     }
   }
@@ -472,9 +473,10 @@ void MaxPool2x2ChannelsLastLowAvx512(ThreadPool& threads, const Tensor& x, const
 }
 #endif
 
-// One output row of a channels-last max pool into acc, its taps read through ReluOp when
-// `relu`: the AVX-512 kernel where `tiles_avx512` (Pool2x2UsesAvx512 and windows that
-// Tiles2x2), the general walk otherwise.
+// One output row of a channels-last max pool into acc: the AVX-512 kernel where
+// `tiles_avx512` (Pool2x2UsesAvx512 and windows that Tiles2x2), its taps read through
+// ReluOp when `relu`; the general walk otherwise (its rows then come through ReluOp
+// already: MaxPool2dChannelsLast).
 void MaxPoolRowChannelsLastOf(bool tiles_avx512, const float* x, const WindowGeometry& g, const PlaneWindows& p,
                               int64_t oh, int64_t channels, bool relu, float* acc) {
 #if defined(__x86_64__)
@@ -483,7 +485,7 @@ void MaxPoolRowChannelsLastOf(bool tiles_avx512, const float* x, const WindowGeo
     return kernel(x, x + g.in[1] * channels, g.out[1], channels, acc);
   }
 #endif
-  MaxPoolRowChannelsLast(x, g, p, oh, channels, relu, acc);
+  MaxPoolRowChannelsLast(x, g, p, oh, channels, acc);
 }
 
 }  // namespace
@@ -509,20 +511,26 @@ Status MaxPool2dChannelsLast(KernelContext& context, const Tensor& x, const Wind
     return Status::Ok();
   }
 #endif
+  // The general walk reads float16/bfloat16 rows widened, and float32 rows through a moved
+  // Relu, from a buffer (in cache, a pass of the window's rows); a test of the Relu per tap
+  // inside its loop made the ResNet-18 stem's pool 30x slower.
+  const bool buffered = !wide || (relu && !tiles_avx512);
   context.threads().ParallelFor(x.dim(0) * out_h, grain, [&](int64_t begin, int64_t end) {
     // float16/bfloat16 rows are widened exactly; the max is one of them, so storing it
     // back rounds nothing.
-    std::vector<float> widened(wide ? 0 : static_cast<size_t>(g.kernel[0] * row_size));
+    std::vector<float> widened(buffered ? static_cast<size_t>(g.kernel[0] * row_size) : 0);
     std::vector<float> pooled(wide && y_channels_last ? 0 : static_cast<size_t>(out_row_size));
     std::vector<float> channel_row(y_channels_last || wide ? 0 : static_cast<size_t>(out_w));
     for (int64_t row = begin; row < end; ++row) {
       const int64_t image = row / out_h, oh = row % out_h;
       const TapRange& rows = p.rows[oh];
       const int64_t first = (image * in_h + rows.begin) * row_size;
-      const float* x_rows = wide ? x.data<float>() + first : widened.data();
-      if (!wide) LoadFloat32Block(x, first, (rows.end - rows.begin) * row_size, widened.data());
+      const int64_t count = (rows.end - rows.begin) * row_size;
+      const float* x_rows = buffered ? widened.data() : x.data<float>() + first;
+      if (!wide) LoadFloat32Block(x, first, count, widened.data());
+      if (wide && buffered) ReluFloat32(x.data<float>() + first, widened.data(), count);
       float* acc = pooled.empty() ? y.data<float>() + row * out_row_size : pooled.data();
-      MaxPoolRowChannelsLastOf(tiles_avx512, x_rows, g, p, oh, channels, relu, acc);
+      MaxPoolRowChannelsLastOf(tiles_avx512, x_rows, g, p, oh, channels, relu && !buffered, acc);
       if (y_channels_last) {
         if (!wide) StoreFloat32Block(acc, row * out_row_size, out_row_size, y);
         continue;
