@@ -32,6 +32,15 @@ using testing::TensorValue;
 
 constexpr int64_t kBatch = 2, kIn = 3, kMid = 20, kSize = 13;
 
+// A model of `graph` importing the default domain at opset 17.
+onnx::ModelProto ModelOf(const onnx::GraphProto& graph) {
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(17);
+  *model.mutable_graph() = graph;
+  return model;
+}
+
 // x[2,3,13,13] -> Conv 3x3 (pads 1) + Relu -> c1 -> MaxPool 3x3 stride 2 pads 1 ceil ->
 // p1[2,20,8,8] -> Conv 3x3 (pads 1) + Add p1 + Relu -> r2 -> MaxPool 2x2 -> p2[2,20,4,4]
 // -> Flatten -> y, and c1 also -> Conv 1x1 -> side (a graph output).
@@ -61,11 +70,7 @@ onnx::ModelProto ConvPoolChain() {
   AddNode(graph, "Conv", {"c1", "w3"}, {"side"}, "conv3");
   *graph.add_output() = TensorValue("y", DType::kFloat32, {kBatch, kMid * 16});
   *graph.add_output() = TensorValue("side", DType::kFloat32, {kBatch, kMid, kSize, kSize});
-  onnx::ModelProto model;
-  model.set_ir_version(8);
-  model.add_opset_import()->set_version(17);
-  *model.mutable_graph() = graph;
-  return model;
+  return ModelOf(graph);
 }
 
 // Random values with NaN, +-inf and signed zeros sprinkled in.
@@ -172,11 +177,7 @@ onnx::ModelProto NegativeConvReluPool() {
   SetIntsAttr(*pool, "kernel_shape", {2, 2});
   SetIntsAttr(*pool, "strides", {2, 2});
   *graph.add_output() = TensorValue("y", DType::kFloat32, {kBatch, kMid, 4, 4});
-  onnx::ModelProto model;
-  model.set_ir_version(8);
-  model.add_opset_import()->set_version(17);
-  *model.mutable_graph() = graph;
-  return model;
+  return ModelOf(graph);
 }
 
 TEST(ChannelsLastTest, AReluOnlyAMaxPoolReadsMovesIntoThePool) {
@@ -231,11 +232,7 @@ onnx::ModelProto ElementWiseChain() {
   AddNode(graph, "Add", {"c", "bias"}, {"d"}, "add_bias");
   AddNode(graph, "Conv", {"d", "w3"}, {"y"}, "conv3");
   *graph.add_output() = TensorValue("y", DType::kFloat32, {kBatch, kMid, kSize, kSize});
-  onnx::ModelProto model;
-  model.set_ir_version(8);
-  model.add_opset_import()->set_version(17);
-  *model.mutable_graph() = graph;
-  return model;
+  return ModelOf(graph);
 }
 
 TEST(ChannelsLastTest, ElementWiseOpsPassTheirOrderOnUnlessAnInputBroadcasts) {
