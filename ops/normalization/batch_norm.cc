@@ -97,7 +97,7 @@ void NormalizeChannelsLast(KernelContext& context, const Tensor& x, bool trainin
 }
 
 // The batch statistics for the gradient (batch_statistics.h), when the plan asks for them.
-Status ShareBatchStatistics(KernelContext& context, const std::vector<double>& batch_mean,
+Status WriteBatchStatistics(KernelContext& context, const std::vector<double>& batch_mean,
                             const std::vector<double>& batch_var) {
   for (const int index : {kBatchMeanIndex, kBatchVarIndex}) {
     if (!context.output_used(index)) continue;
@@ -128,7 +128,7 @@ Status RunBatchNorm(KernelContext& context, const Tensor& x, bool training, Tens
     if (context.input_channels_last(0)) {
       if (!context.output_channels_last(0)) return context.Error(ErrorCode::kInternal, "X is channels-last, Y is not");
       NormalizeChannelsLast(context, x, training, scale, bias, mean, var, epsilon, batch_mean, batch_var, y);
-      if (training) ONNX_AMP_RETURN_IF_ERROR(ShareBatchStatistics(context, batch_mean, batch_var));
+      if (training) ONNX_AMP_RETURN_IF_ERROR(WriteBatchStatistics(context, batch_mean, batch_var));
       return UpdateRunningStatistics(context, training, mean, var, batch_mean, batch_var);
     }
   }

@@ -63,13 +63,24 @@ int64_t IntAttribute(const onnx::NodeProto& node, const char* name, int64_t fall
   return fallback;
 }
 
+// A CPU BatchNormalization of opset 9 or later with its five inputs (X, scale, B, mean, var).
+bool IsCpuBatchNorm(const PlanStep& step) {
+  return IsCpuOp(step, "BatchNormalization") && step.opset >= 9 && step.inputs.size() == 5;
+}
+
+// Whether a BatchNormalization normalizes with the batch's own statistics, by the kernel's
+// rule: training_mode from opset 14, extra outputs before.
+bool TrainsBatchNorm(const PlanStep& step) {
+  return step.opset < 14 ? step.outputs.size() > 1 : IntAttribute(*step.node, "training_mode", 0) != 0;
+}
+
 // A BatchNormalization that normalizes with its stored statistics and writes only Y.
 bool IsInferenceBatchNorm(const PlanStep& step) {
-  if (!IsCpuOp(step, "BatchNormalization") || step.opset < 9 || step.inputs.size() != 5) return false;
+  if (!IsCpuBatchNorm(step) || TrainsBatchNorm(step)) return false;
   for (size_t i = 1; i < step.outputs.size(); ++i) {
     if (step.outputs[i] >= 0) return false;
   }
-  return step.opset < 14 ? step.outputs.size() == 1 : IntAttribute(*step.node, "training_mode", 0) == 0;
+  return true;
 }
 
 // A new slot named `base`, or `base#2`, `base#3`, ... when the graph has that name.
@@ -205,12 +216,7 @@ void FuseConvAdd(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, co
 
 namespace {
 
-// A BatchNormalization that normalizes with the batch's own statistics (the kernel's rule:
-// training_mode from opset 14, extra outputs before).
-bool IsTrainingBatchNorm(const PlanStep& step) {
-  if (!IsCpuOp(step, "BatchNormalization") || step.opset < 9 || step.inputs.size() != 5) return false;
-  return step.opset < 14 ? step.outputs.size() > 1 : IntAttribute(*step.node, "training_mode", 0) != 0;
-}
+bool IsTrainingBatchNorm(const PlanStep& step) { return IsCpuBatchNorm(step) && TrainsBatchNorm(step); }
 
 bool IsTrainingBatchNormGrad(const PlanStep& step) {
   return step.device == DeviceKind::kCpu && step.node->op_type() == "BatchNormalizationGrad" &&
