@@ -85,7 +85,7 @@ void WidenLines(const Tensor& low, int64_t line_stride, int64_t element_stride, 
                 int64_t count, float* panel, ThreadPool& threads) {
   const uint16_t* source = static_cast<const uint16_t*>(low.raw_data());
   const DType dtype = low.dtype();
-  threads.ParallelFor(count, std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(line_length, 1)),
+  threads.ParallelFor(count, ItemsPerChunk(line_length, int64_t{1} << 16),
                       [&](int64_t begin, int64_t end) {
                         std::vector<uint16_t> gathered(element_stride == 1 ? 0 : static_cast<size_t>(line_length));
                         for (int64_t l = begin; l < end; ++l) {

@@ -148,7 +148,7 @@ Status MaxPoolGradChannelsLast(KernelContext& context, const Tensor& dy, bool dy
   const bool tiles = Tiles2x2(g);
   const bool float32_dx = dx.dtype() == DType::kFloat32;
   // Chunks of at least ~16K elements: waking a thread for less costs more than it saves.
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, in_size));
+  const int64_t grain = ItemsPerChunk(in_size, int64_t{1} << 14);
 #if defined(__x86_64__)
   // Low-precision X and dY read in place by the AVX-512 tile kernel, without widened
   // copies of each image.

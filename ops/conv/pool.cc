@@ -47,7 +47,7 @@ Status RunPool(KernelContext& context, const Tensor& x, const WindowGeometry& g,
   T* out = y.data<T>();
   int64_t* index_out = indices ? indices->data<int64_t>() : nullptr;
   // Chunks of at least ~16K outputs: waking a thread for less costs more than it saves.
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, out_size));
+  const int64_t grain = ItemsPerChunk(out_size, int64_t{1} << 14);
   context.threads().ParallelFor(planes, grain, [&](int64_t begin, int64_t end) {
     std::vector<int64_t> o_index(rank);
     for (int64_t plane = begin; plane < end; ++plane) {

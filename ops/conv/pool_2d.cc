@@ -504,7 +504,7 @@ Status MaxPool2dChannelsLast(KernelContext& context, const Tensor& x, const Wind
 #if defined(__x86_64__)
   const bool transposes = wide && !y_channels_last && channels % 16 == 0 && dnn::TransposesSupported();
 #endif
-  const int64_t grain = std::max<int64_t>(1, kOutputsPerChunk / std::max<int64_t>(1, out_row_size));
+  const int64_t grain = ItemsPerChunk(out_row_size, kOutputsPerChunk);
 #if defined(__x86_64__)
   if (tiles_avx512 && IsLowPrecision(x.dtype()) && channels % 16 == 0) {
     MaxPool2x2ChannelsLastLowAvx512(context.threads(), x, g, y_channels_last, grain, y);
@@ -563,7 +563,7 @@ bool Pool2dApplies(const WindowGeometry& g) { return g.rank() == 2 && g.dilation
 Status Pool2d(KernelContext& context, const Tensor& x, const WindowGeometry& g, bool max, bool count_include_pad,
               Tensor& y) {
   const int64_t planes = x.dim(0) * x.dim(1);
-  const int64_t grain = std::max<int64_t>(1, kOutputsPerChunk / std::max<int64_t>(1, g.out[0] * g.out[1]));
+  const int64_t grain = ItemsPerChunk(g.out[0] * g.out[1], kOutputsPerChunk);
   const PlaneWindows windows = ResolveWindows(g);
   if (IsLowPrecision(x.dtype())) {
     // Widened and rounded a plane at a time (vectorised conversions); the float32 pool

@@ -106,7 +106,7 @@ Status ForEachPlane(KernelContext& context, const PoolGradInputs& in, bool x_nee
   const WindowTable& t = in.table;
   const int64_t planes = in.x->dim(0) * in.x->dim(1);
   // Chunks of at least ~16K elements: waking a thread for less costs more than it saves.
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, t.in_size));
+  const int64_t grain = ItemsPerChunk(t.in_size, int64_t{1} << 14);
   context.threads().ParallelFor(planes, grain, [&](int64_t begin, int64_t end) {
     Float32BlockReader dy_planes(*in.dy, t.out_size), x_planes(*in.x, x_needed ? t.in_size : 0);
     std::vector<float> dx_buffer(static_cast<size_t>(dx->dtype() == DType::kFloat32 ? 0 : t.in_size));

@@ -133,7 +133,7 @@ Status RunBatchNorm(KernelContext& context, const Tensor& x, bool training, Tens
     }
   }
   // Chunks of at least ~16K elements: waking a thread for less costs more than it saves.
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, batch * spatial));
+  const int64_t grain = ItemsPerChunk(batch * spatial, int64_t{1} << 14);
   context.threads().ParallelFor(channels, grain, [&](int64_t begin, int64_t end) {
     Float32BlockReader reader(x, kWidened ? spatial : 0);
     std::vector<Acc> widened_out(kWidened ? static_cast<size_t>(spatial) : 0);

@@ -6,6 +6,7 @@
 
 #include "ops/common/float32_buffers.h"
 #include "ops/normalization/lane_sums.h"
+#include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {
 namespace {
@@ -163,7 +164,7 @@ void ForEachRowBlock(ThreadPool& threads, const Tensor& x, Tensor& y, const Rows
   const Geometry g = GeometryOf(x);
   const int64_t total_rows = g.batch * g.pixels;
   constexpr int64_t kBlockRows = 256;
-  const int64_t grain = std::max<int64_t>(1, kMinParallelElements / std::max<int64_t>(1, g.channels));
+  const int64_t grain = ItemsPerChunk(g.channels, kMinParallelElements);
   threads.ParallelFor(total_rows, grain, [&](int64_t begin, int64_t end) {
     const bool in_place = y.dtype() == DType::kFloat32;
     std::vector<float> buffer(static_cast<size_t>(in_place ? 0 : std::min(kBlockRows, end - begin) * g.channels));

@@ -65,7 +65,7 @@ void GradNchw(KernelContext& context, const Tensor& dy, const Tensor& x, bool tr
   const int64_t spatial = x.num_elements() / std::max<int64_t>(n * channels, 1);
   const float count = static_cast<float>(n * spatial);
   // Chunks of at least ~16K elements: waking a thread for less costs more than it saves.
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 14) / std::max<int64_t>(1, n * spatial));
+  const int64_t grain = ItemsPerChunk(n * spatial, int64_t{1} << 14);
   context.threads().ParallelFor(channels, grain, [&](int64_t begin, int64_t end) {
     ChannelPlanes g_planes(dy, n, channels, spatial), x_planes(x, n, channels, spatial);
     std::vector<float> dx_plane(static_cast<size_t>(dx != nullptr && dx->dtype() != DType::kFloat32 ? spatial : 0));

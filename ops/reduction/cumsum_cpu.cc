@@ -8,6 +8,7 @@
 #include "ops/reduction/axis_split.h"
 #include "ops/reduction/reduce_driver.h"
 #include "ops/reduction/reduction_families.h"
+#include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {
 namespace {
@@ -37,7 +38,7 @@ Status CumSum(KernelContext& context) {
     const T* src = x->data<T>();
     T* dst = y->data<T>();
     const int64_t inner = split.inner;
-    const int64_t grain = std::max<int64_t>(1, kReduceGrain / std::max<int64_t>(split.dim * inner, 1));
+    const int64_t grain = ItemsPerChunk(split.dim * inner, kReduceGrain);
     context.threads().ParallelFor(split.outer, grain, [&](int64_t begin, int64_t end) {
       std::vector<A> acc(inner);
       std::vector<A> row(inner);

@@ -12,6 +12,7 @@
 #include "ops/reduction/axis_split.h"
 #include "ops/reduction/reduce_driver.h"
 #include "ops/reduction/reduction_families.h"
+#include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {
 namespace {
@@ -55,7 +56,7 @@ Status TopK(KernelContext& context) {
     T* out_values = values->data<T>();
     int64_t* out_indices = indices->data<int64_t>();
     const int64_t inner = split.inner;
-    const int64_t grain = std::max<int64_t>(1, kReduceGrain / std::max<int64_t>(split.dim, 1));
+    const int64_t grain = ItemsPerChunk(split.dim, kReduceGrain);
     context.threads().ParallelFor(split.outer * inner, grain, [&](int64_t begin, int64_t end) {
       std::vector<std::pair<C, int64_t>> items(split.dim);
       auto before = [largest](const std::pair<C, int64_t>& a, const std::pair<C, int64_t>& b) {

@@ -176,7 +176,7 @@ std::vector<Acc> InterpolateAxis(ThreadPool& threads, const std::vector<Acc>& sr
   const int64_t in_size = shape[axis];
   std::vector<Acc> dst(static_cast<size_t>(outer * out_size * inner));
   const int taps = plan.taps;
-  threads.ParallelFor(outer * out_size, std::max<int64_t>(1, kElementsPerTask / std::max<int64_t>(1, inner)),
+  threads.ParallelFor(outer * out_size, ItemsPerChunk(inner, kElementsPerTask),
                       [&](int64_t begin, int64_t end) {
                         for (int64_t row = begin; row < end; ++row) {
                           const int64_t o = row / out_size;
