@@ -77,72 +77,34 @@ void Widen(const uint16_t* low, float* wide, size_t count, DType dtype) {
   }
 }
 
-// Widens the `count` lines [first, first + count) of a strided 2-D operand into `panel`.
-// A line runs along the operand's contiguous dim when it has one (then whole lines
-// convert at once); `line_stride`/`element_stride` are the source strides of one line and
-// one element along it, and the panel stores line l at l * line_length.
-void WidenLines(const Tensor& low, int64_t line_stride, int64_t element_stride, int64_t line_length, int64_t first,
-                int64_t count, float* panel, ThreadPool& threads) {
-  const uint16_t* source = static_cast<const uint16_t*>(low.raw_data());
+// Widens the block [row, row + rows) x [column, column + columns) of a 2-D low-precision
+// operand with element strides `strides` into `panel`, a line at a time, and returns the
+// panel's strides. A line is one of the block's columns (the panel column-major) when
+// the operand's columns are contiguous and its rows are not (a transposed operand), else
+// one of its rows (the panel row-major), gathered first when its elements are strided.
+dnnl::memory::dims WidenBlock(const Tensor& low, const dnnl::memory::dims& strides, int64_t row, int64_t rows,
+                              int64_t column, int64_t columns, float* panel, ThreadPool& threads) {
+  const bool column_lines = strides[0] == 1 && strides[1] != 1;
+  const int64_t lines = column_lines ? columns : rows, length = column_lines ? rows : columns;
+  const int64_t line_stride = column_lines ? strides[1] : strides[0];
+  const int64_t element_stride = column_lines ? 1 : strides[1];
+  const uint16_t* first = static_cast<const uint16_t*>(low.raw_data()) + row * strides[0] + column * strides[1];
   const DType dtype = low.dtype();
-  threads.ParallelFor(count, ItemsPerChunk(line_length, int64_t{1} << 16),
-                      [&](int64_t begin, int64_t end) {
-                        std::vector<uint16_t> gathered(element_stride == 1 ? 0 : static_cast<size_t>(line_length));
-                        for (int64_t l = begin; l < end; ++l) {
-                          const uint16_t* line = source + (first + l) * line_stride;
-                          float* out = panel + l * line_length;
-                          if (element_stride == 1) {
-                            Widen(line, out, static_cast<size_t>(line_length), dtype);
-                            continue;
-                          }
-                          for (int64_t e = 0; e < line_length; ++e) gathered[e] = line[e * element_stride];
-                          Widen(gathered.data(), out, gathered.size(), dtype);
-                        }
-                      });
-}
-
-// A row panel of A ([rows, K] from row `first`) widened; returns the sub-problem's strides:
-// row-major when A's rows are contiguous, else column-major (a transposed A).
-dnnl::memory::dims WidenAPanel(const Tensor& a, const MatMulProblem& p, int64_t first, int64_t rows, float* panel, ThreadPool& threads) {
-  const int64_t k = p.a_dims[1];
-  if (p.a_strides[1] == 1 || p.a_strides[0] != 1) {
-    WidenLines(a, p.a_strides[0], p.a_strides[1], k, first, rows, panel, threads);
-    return {k, 1};
-  }
-  // Columns contiguous: line c is column c's rows [first, first + rows).
-  const uint16_t* source = static_cast<const uint16_t*>(a.raw_data());
-  threads.ParallelFor(k, ItemsPerChunk(rows, 1 << 14), [&](int64_t begin, int64_t end) {
-    for (int64_t column = begin; column < end; ++column) {
-      Widen(source + column * p.a_strides[1] + first, panel + column * rows, static_cast<size_t>(rows), a.dtype());
-    }
-  });
-  return {1, rows};
-}
-
-// A column panel of B ([K, cols] from column `first`) widened; returns its strides:
-// column-major when B's columns are contiguous (a transposed B), else row-major.
-dnnl::memory::dims WidenBPanel(const Tensor& b, const MatMulProblem& p, int64_t first, int64_t cols, float* panel,
-                               ThreadPool& threads) {
-  const int64_t k = p.b_dims[0];
-  if (p.b_strides[0] == 1 && p.b_strides[1] != 1) {  // columns contiguous: line j is column first + j
-    WidenLines(b, p.b_strides[1], 1, k, first, cols, panel, threads);
-    return {1, k};
-  }
-  // Rows contiguous (or neither): line r is row r's columns [first, first + cols).
-  const uint16_t* source = static_cast<const uint16_t*>(b.raw_data());
-  threads.ParallelFor(k, ItemsPerChunk(cols, 1 << 14), [&](int64_t begin, int64_t end) {
-    std::vector<uint16_t> gathered(p.b_strides[1] == 1 ? 0 : static_cast<size_t>(cols));
-    for (int64_t row = begin; row < end; ++row) {
-      const uint16_t* line = source + row * p.b_strides[0] + first * p.b_strides[1];
-      if (p.b_strides[1] == 1) {
-        Widen(line, panel + row * cols, static_cast<size_t>(cols), b.dtype());
+  threads.ParallelFor(lines, ItemsPerChunk(length, int64_t{1} << 14), [&](int64_t begin, int64_t end) {
+    std::vector<uint16_t> gathered(element_stride == 1 ? 0 : static_cast<size_t>(length));
+    for (int64_t l = begin; l < end; ++l) {
+      const uint16_t* line = first + l * line_stride;
+      float* to = panel + l * length;
+      if (element_stride == 1) {
+        Widen(line, to, static_cast<size_t>(length), dtype);
         continue;
       }
-      for (int64_t j = 0; j < cols; ++j) gathered[j] = line[j * p.b_strides[1]];
-      Widen(gathered.data(), panel + row * cols, gathered.size(), b.dtype());
+      for (int64_t e = 0; e < length; ++e) gathered[e] = line[e * element_stride];
+      Widen(gathered.data(), to, gathered.size(), dtype);
     }
   });
-  return {cols, 1};
+  if (column_lines) return {1, rows};
+  return {columns, 1};
 }
 
 }  // namespace
@@ -172,13 +134,13 @@ Status WidenedMatMulInPanels(KernelContext& context, const MatMulProblem& proble
     ONNX_AMP_ASSIGN_OR_RETURN(block, context.ScratchFloat32(plan.rows * plan.cols));
   }
   dnnl::memory::dims b_strides;
-  if (whole_b) b_strides = WidenBPanel(b, problem, 0, n, b_panel.data<float>(), threads);
+  if (whole_b) b_strides = WidenBlock(b, problem.b_strides, 0, k, 0, n, b_panel.data<float>(), threads);
   for (int64_t row = 0; row < m; row += plan.rows) {
     const int64_t mb = std::min(plan.rows, m - row);
-    const dnnl::memory::dims a_strides = WidenAPanel(a, problem, row, mb, a_panel.data<float>(), threads);
+    const dnnl::memory::dims a_strides = WidenBlock(a, problem.a_strides, row, mb, 0, k, a_panel.data<float>(), threads);
     for (int64_t column = 0; column < n; column += plan.cols) {
       const int64_t nb = std::min(plan.cols, n - column);
-      if (!whole_b) b_strides = WidenBPanel(b, problem, column, nb, b_panel.data<float>(), threads);
+      if (!whole_b) b_strides = WidenBlock(b, problem.b_strides, 0, k, column, nb, b_panel.data<float>(), threads);
       float* c = in_block ? block.data<float>() : out.data<float>() + row * n;
       if (problem.accumulate) {
         for (int64_t i = 0; i < mb; ++i) {
@@ -194,7 +156,7 @@ Status WidenedMatMulInPanels(KernelContext& context, const MatMulProblem& proble
       sub.c_dims = {mb, nb};
       if (!problem.bias.empty()) sub.bias.assign(problem.bias.begin() + column, problem.bias.begin() + column + nb);
       ONNX_AMP_RETURN_IF_ERROR(RunDnnlMatMul(sub, dt::f32, a_panel.data<float>(), b_panel.data<float>(), c));
-      threads.ParallelFor(mb, std::max<int64_t>(1, kFinishChunk / nb), [&](int64_t begin, int64_t end) {
+      threads.ParallelFor(mb, ItemsPerChunk(nb, kFinishChunk), [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
           FinishProductBlock(c + i * nb, out, dtype, (row + i) * n + column, nb, problem.activation);
         }
