@@ -9,8 +9,9 @@ left out as warm-up. Peak RSS is each process's own (wait4). Inference rows: one
 worker process per configuration (bench/infer_worker.cc for ours, bench/ort_worker.py
 for ONNX Runtime) that times one run per request; requests go to the workers in turn.
 The MLP rows also show oneDNN's own rate on the step's GEMM shapes (bench/gemm_rate.cc,
-prepacked weights). Prints the tables and the issue's checks; writes JSON with every
-number.
+prepacked weights), and the run starts by measuring the CPU's peak multiply-add rates on
+the same threads (`gemm_rate --peak`), which bound any GEMM. Prints the tables and the
+issue's checks; writes JSON with every number.
 """
 
 import argparse
@@ -65,6 +66,14 @@ def gemm_rate(tools, dtype, shapes, threads):
     out = subprocess.run(command, check=True, capture_output=True, text=True, env=env).stdout
     rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     return sum(row["median_ms"] for row in rows), rows
+
+
+def peak_rates(tools, threads):
+    """The CPU's peak GFLOP/s on `threads` threads: {"f32_fma": .., "bf16_dot": ..} (the latter
+    only where the CPU has AVX512_BF16)."""
+    command = [str(tools["gemm_rate"]), "--peak", "--threads", str(threads)]
+    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    return {row["peak"]: row["gflops"] for row in map(json.loads, out.splitlines()) if row.get("gflops")}
 
 
 def run_measured(command, env=None):
@@ -264,7 +273,8 @@ def main(argv=None):
     mlp = out / "mlp_u4096.onnx"
     repo = HERE.parent
     result = {"machine": bench_report.machine_summary(), "threads": args.threads, "python": platform.python_version(),
-              "command": " ".join([sys.argv[0]] + (argv if argv is not None else sys.argv[1:]))}
+              "command": " ".join([sys.argv[0]] + (argv if argv is not None else sys.argv[1:])),
+              "peak_gflops": peak_rates(tools, args.threads)}
     if args.only != "infer":
         cases = []
         for entry in args.train_cases:
