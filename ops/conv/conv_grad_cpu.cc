@@ -8,7 +8,9 @@
 // (bf16_kernel_choice.h: bf16 operands, float32 accumulation and gradients); float16 (and
 // bfloat16 elsewhere) is widened exactly to float32 on the way into those layouts. Each
 // gradient is computed in float32 and rounded once to the dtype of dY. 3x3 stride-1
-// gradients of many channels run on oneDNN's Winograd kernels (winograd_choice.h).
+// gradients of many channels run on oneDNN's Winograd kernels (winograd_choice.h). A
+// float16/bfloat16 first layer's dW and dB (dX not wanted, few input channels) run on a
+// loop of their own that reads dY as stored (few_channels_weight_grad.h).
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -17,6 +19,7 @@
 #include "ops/common/float_compute.h"
 #include "ops/common/onednn_utils.h"
 #include "ops/conv/conv_kernels.h"
+#include "ops/conv/few_channels_weight_grad.h"
 #include "ops/conv/window_geometry.h"
 #include "ops/conv/winograd_choice.h"
 #include "runtime/exec/thread_pool.h"
@@ -357,6 +360,13 @@ Status ConvGradKernel(KernelContext& context) {
       std::fill_n(buffer->data, buffer->size, 0.0f);
       Finish(context, *buffer);
     }
+    return Status::Ok();
+  }
+  if (!want_dx && TakesFewChannelsWeightGrad(*dy, problem.dy_last, *x, group, g)) {
+    ONNX_AMP_RETURN_IF_ERROR(
+        Report(context, FewChannelsWeightGrad(context, *dy, *x, problem.x_last, g, dw.data, db.data)));
+    Finish(context, dw);
+    Finish(context, db);
     return Status::Ok();
   }
   if (native) {

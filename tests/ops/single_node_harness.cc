@@ -31,7 +31,10 @@ class SingleNodeContext final : public KernelContext {
     return &inputs_[index];
   }
   int num_outputs() const override { return static_cast<int>(outputs_.size()); }
-  bool output_used(int index) const override { return index >= 0 && index < num_outputs(); }
+  // An output named "" is not wanted, as in ONNX.
+  bool output_used(int index) const override {
+    return index >= 0 && index < num_outputs() && !node_.output(index).empty();
+  }
   Expected<Tensor*> AllocateOutput(int index, DType dtype, const Shape& shape) override {
     if (index < 0 || index >= num_outputs()) return InternalError("output index out of range");
     outputs_[index] = Tensor::Empty(dtype, shape);

@@ -9,11 +9,13 @@
 // (1 + u_low)(n + 2) u32 1.01 sum |products| + floor (the MatMul bound of linalg_test.cc).
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "ops/conv/few_channels_weight_grad.h"
 #include "runtime/core/onnx_domain.h"
 #include "tests/ops/dnn_test_util.h"
 
@@ -77,7 +79,17 @@ std::vector<int64_t> ConvOutDims(const ConvGradCase& c) {
   return out;
 }
 
-void CheckConvGrad(const ConvGradCase& c, DType dtype, uint32_t seed) {
+// How CheckConvGrad runs the node: dY and X stored channels-last (bits 0 and 1 of
+// `channels_last_inputs`), dX wanted or not (a first layer's is not), on 1 or 2 threads.
+struct ConvGradRun {
+  uint32_t channels_last_inputs = 0;
+  bool want_dx = true;
+  int threads = 2;
+};
+
+// Checks the gradients against the double reference; `outputs`, when given, receives them.
+void CheckConvGrad(const ConvGradCase& c, DType dtype, uint32_t seed, const ConvGradRun& run = {},
+                   std::vector<Tensor>* outputs = nullptr) {
   const std::vector<int64_t> out = ConvOutDims(c);
   Shape y_shape{c.x[0], c.w[0]};
   y_shape.insert(y_shape.end(), out.begin(), out.end());
@@ -111,14 +123,25 @@ void CheckConvGrad(const ConvGradCase& c, DType dtype, uint32_t seed) {
                             ShapeToString(c.w) + " group " + std::to_string(c.group);
   SingleNode node("ConvGrad", 1, std::string(kOnnxAmpDomain));
   node.Attr("group", c.group).Attr("strides", c.strides).Attr("dilations", c.dilations).Attr("pads", c.pads);
-  auto result = node.Input(dy.tensor).Input(x.tensor).Input(w.tensor).NumOutputs(3).Run();
+  node.Input(run.channels_last_inputs & 1u ? ToChannelsLast(dy.tensor) : dy.tensor)
+      .Input(run.channels_last_inputs & 2u ? ToChannelsLast(x.tensor) : x.tensor)
+      .Input(w.tensor)
+      .NumOutputs(3);
+  if (!run.want_dx) node.node().set_output(0, "");
+  NodeRunOptions options;
+  options.channels_last_inputs = run.channels_last_inputs;
+  options.threads = run.threads;
+  auto result = node.Options(options).Run();
   ASSERT_TRUE(result.ok()) << label << ": " << result.status().message();
   ASSERT_EQ(result->size(), 3u);
-  EXPECT_EQ((*result)[0].shape(), c.x) << label;
   EXPECT_EQ((*result)[1].shape(), c.w) << label;
-  ExpectGradient((*result)[0], dx, label + " dX");
+  if (run.want_dx) {
+    EXPECT_EQ((*result)[0].shape(), c.x) << label;
+    ExpectGradient((*result)[0], dx, label + " dX");
+  }
   ExpectGradient((*result)[1], dw, label + " dW");
   ExpectGradient((*result)[2], db, label + " dB");
+  if (outputs != nullptr) *outputs = std::move(*result);
 }
 
 const std::vector<ConvGradCase> kConvGradCases = {
@@ -151,6 +174,44 @@ TEST(ConvGradTest, BFloat16Float32KernelsMatchDoubleReference) {
   const ScopedBf16Kernels float32(Bf16Kernels::kFloat32);
   uint32_t seed = 400;
   for (const ConvGradCase& c : kConvGradCases) CheckConvGrad(c, DType::kBFloat16, seed += 3);
+}
+
+// A float16/bfloat16 first layer's weights gradient (dX not wanted, 1 to 3 image
+// channels, dY channels-last with 16 or 32 maps) runs on its own loop
+// (few_channels_weight_grad.h), which reads dY as stored: within the same bound, X in
+// either order, with pads, strides, dilations and a 5 x 5 window, image counts that
+// leave a part chunk, and the same bits on one thread as on two.
+TEST(ConvGradTest, FirstLayerWeightGradientMatchesDoubleReference) {
+  const ConvGradCase cases[] = {
+      {{5, 1, 12, 12}, {16, 1, 3, 3}, 1, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+      {{3, 3, 11, 9}, {32, 3, 3, 3}, 1, {2, 2}, {1, 1}, {1, 0, 1, 2}},
+      {{6, 2, 10, 10}, {16, 2, 3, 3}, 1, {1, 1}, {2, 2}, {2, 2, 2, 2}},
+      {{2, 1, 9, 9}, {16, 1, 5, 5}, 1, {1, 1}, {1, 1}, {2, 2, 2, 2}},
+  };
+  uint32_t seed = 700;
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {
+    for (const ConvGradCase& c : cases) {
+      const std::vector<int64_t> out = ConvOutDims(c);
+      WindowGeometry g;
+      g.in = {c.x[2], c.x[3]};
+      g.kernel = {c.w[2], c.w[3]};
+      const Tensor dy = Tensor::Empty(dtype, {c.x[0], c.w[0], out[0], out[1]});
+      EXPECT_EQ(TakesFewChannelsWeightGrad(dy, true, Tensor::Empty(dtype, c.x), 1, g),
+                __builtin_cpu_supports("avx512f") != 0);
+      for (const uint32_t x_last : {0u, 2u}) {
+        std::vector<Tensor> runs[2];
+        for (const int threads : {1, 2}) CheckConvGrad(c, dtype, seed, {1u | x_last, false, threads}, &runs[threads - 1]);
+        ASSERT_EQ(runs[0].size(), 3u);
+        ASSERT_EQ(runs[1].size(), 3u);
+        for (size_t i = 1; i < 3; ++i) {
+          EXPECT_EQ(std::memcmp(runs[0][i].raw_data(), runs[1][i].raw_data(), runs[0][i].bytes()), 0)
+              << DTypeName(dtype) << " X" << ShapeToString(c.x) << " output " << i << ": 1 and 2 threads differ";
+        }
+      }
+      seed += 3;
+    }
+  }
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "the loop needs AVX-512: oneDNN's kernels ran";
 }
 
 // 3x3 stride-1 gradients of 64 channels take oneDNN's Winograd kernels where it has them
