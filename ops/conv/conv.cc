@@ -11,7 +11,8 @@
 // 2-D convolutions with at most 16 output pixels and constant weights run on the
 // few-pixels kernel instead (few_pixels_conv.h): they are bound by reading the weights.
 // 3x3 stride-1 convolutions of many channels run on oneDNN's Winograd kernels
-// (winograd_choice.h).
+// (winograd_choice.h). A float16/bfloat16 first layer (few input channels, a
+// channels-last Y) runs on a loop of its own that writes Y as stored (few_channels_conv.h).
 #include <string>
 
 #include "ops/common/bf16_kernel_choice.h"
@@ -19,6 +20,7 @@
 #include "ops/common/fused_activation.h"
 #include "ops/common/onednn_utils.h"
 #include "ops/conv/conv_kernels.h"
+#include "ops/conv/few_channels_conv.h"
 #include "ops/conv/few_pixels_conv.h"
 #include "ops/conv/winograd_choice.h"
 #include "ops/conv/window_geometry.h"
@@ -349,6 +351,10 @@ Status ConvCpu(KernelContext& context) {
     if (!status.ok()) return context.Error(status.code(), status.message());
     if (post_op.kind == FusedActivationKind::kNone) ApplyActivation(activation, *y, context.threads());
     return Status::Ok();
+  }
+  if (addend == nullptr && TakesFewChannelsConv(dtype, x->shape(), w->shape(), s.group, layouts.y, s.window)) {
+    const Status status = FewChannelsConv(context, *x, layouts.x, *w, bias_data, s.window, activation, *y);
+    return status.ok() ? status : context.Error(status.code(), status.message());
   }
   return LowPrecisionConv(context, s, *x, *w, w_source, bias_data, addend, activation, layouts, *y);
 }

@@ -10,7 +10,7 @@
 // gradient is computed in float32 and rounded once to the dtype of dY. 3x3 stride-1
 // gradients of many channels run on oneDNN's Winograd kernels (winograd_choice.h). A
 // float16/bfloat16 first layer's dW and dB (dX not wanted, few input channels) run on a
-// loop of their own that reads dY as stored (few_channels_weight_grad.h).
+// loop of their own that reads dY as stored (few_channels_conv.h).
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -19,7 +19,7 @@
 #include "ops/common/float_compute.h"
 #include "ops/common/onednn_utils.h"
 #include "ops/conv/conv_kernels.h"
-#include "ops/conv/few_channels_weight_grad.h"
+#include "ops/conv/few_channels_conv.h"
 #include "ops/conv/window_geometry.h"
 #include "ops/conv/winograd_choice.h"
 #include "runtime/exec/thread_pool.h"
@@ -362,7 +362,8 @@ Status ConvGradKernel(KernelContext& context) {
     }
     return Status::Ok();
   }
-  if (!want_dx && TakesFewChannelsWeightGrad(*dy, problem.dy_last, *x, group, g)) {
+  if (!want_dx && x->dtype() == dtype && w->dtype() == dtype &&
+      TakesFewChannelsConv(dtype, x->shape(), w->shape(), group, problem.dy_last, g)) {
     ONNX_AMP_RETURN_IF_ERROR(
         Report(context, FewChannelsWeightGrad(context, *dy, *x, problem.x_last, g, dw.data, db.data)));
     Finish(context, dw);

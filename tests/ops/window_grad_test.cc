@@ -15,7 +15,7 @@
 
 #include <gtest/gtest.h>
 
-#include "ops/conv/few_channels_weight_grad.h"
+#include "ops/conv/few_channels_conv.h"
 #include "runtime/core/onnx_domain.h"
 #include "tests/ops/dnn_test_util.h"
 
@@ -178,7 +178,7 @@ TEST(ConvGradTest, BFloat16Float32KernelsMatchDoubleReference) {
 
 // A float16/bfloat16 first layer's weights gradient (dX not wanted, 1 to 3 image
 // channels, dY channels-last with 16 or 32 maps) runs on its own loop
-// (few_channels_weight_grad.h), which reads dY as stored: within the same bound, X in
+// (few_channels_conv.h), which reads dY as stored: within the same bound, X in
 // either order, with pads, strides, dilations and a 5 x 5 window, image counts that
 // leave a part chunk, and the same bits on one thread as on two.
 TEST(ConvGradTest, FirstLayerWeightGradientMatchesDoubleReference) {
@@ -195,9 +195,7 @@ TEST(ConvGradTest, FirstLayerWeightGradientMatchesDoubleReference) {
       WindowGeometry g;
       g.in = {c.x[2], c.x[3]};
       g.kernel = {c.w[2], c.w[3]};
-      const Tensor dy = Tensor::Empty(dtype, {c.x[0], c.w[0], out[0], out[1]});
-      EXPECT_EQ(TakesFewChannelsWeightGrad(dy, true, Tensor::Empty(dtype, c.x), 1, g),
-                __builtin_cpu_supports("avx512f") != 0);
+      EXPECT_EQ(TakesFewChannelsConv(dtype, c.x, c.w, 1, true, g), __builtin_cpu_supports("avx512f") != 0);
       for (const uint32_t x_last : {0u, 2u}) {
         std::vector<Tensor> runs[2];
         for (const int threads : {1, 2}) CheckConvGrad(c, dtype, seed, {1u | x_last, false, threads}, &runs[threads - 1]);

@@ -1,0 +1,49 @@
+// A float16/bfloat16 first layer's convolution and weights gradient on loops of their own:
+// X of a few channels (an image's 1 to 3), a 2-D window of at most kMaxFewChannelsTaps
+// weights per output map (C x KH x KW), Y and dY stored channels-last with a multiple of
+// 16 maps. oneDNN's kernels take such a layer only in float32, so its low-precision
+// activations used to be converted whole on the way: the forward's Y (3.2 M elements for
+// the bundled CNN's first layer at batch 256) rounded out of a float32 copy, and dY
+// widened into one for the gradient, each pass costing more than the layer's arithmetic.
+// These loops read dY and write Y as stored, 16 maps to an AVX-512 register, with one
+// register per window tap. Sums are float32. float32 stays on oneDNN, which reads and
+// writes it as it is and was as fast.
+//
+// Both read X widened into an image-sized buffer whose pads are zeros, so a non-finite
+// value beside the border makes a sum NaN where skipping the pad would leave it infinite:
+// either way the result is not finite.
+#pragma once
+
+#include "ops/common/fused_activation.h"
+#include "ops/conv/window_geometry.h"
+#include "runtime/core/status.h"
+#include "runtime/core/tensor.h"
+#include "runtime/exec/kernel.h"
+
+namespace onnx_amp {
+
+inline constexpr int64_t kMaxFewChannelsTaps = 27;  // 3 channels of a 3 x 3 window
+
+// Whether these loops take a convolution of X [N, C, H, W] with W [M, C, KH, KW] into
+// [N, M, OH, OW] on this CPU: X and the weights both float16 or both bfloat16, group 1,
+// C x KH x KW <= kMaxFewChannelsTaps, M a multiple of 16, the M-channel side (Y, or dY)
+// stored channels-last, AVX-512F.
+bool TakesFewChannelsConv(DType dtype, const Shape& x, const Shape& w, int64_t group, bool maps_channels_last,
+                          const WindowGeometry& g);
+
+// Y (channels-last, X's dtype) = round(B + the window sums), then `activation` on the
+// rounded values as the separate node would apply it. X is read in NCHW or channels-last
+// order (`x_channels_last`); `bias` has M floats or is null.
+Status FewChannelsConv(KernelContext& context, const Tensor& x, bool x_channels_last, const Tensor& w,
+                       const float* bias, const WindowGeometry& g, const FusedActivation& activation, Tensor& y);
+
+// Images per chunk of the weights gradient: each chunk's partial sums are added in chunk
+// order, so one thread and two give the same bits.
+inline constexpr int64_t kWeightGradImages = 4;
+
+// ConvGrad's dW ([M, C, KH, KW], float32) and dB ([M], float32) when dX is not wanted:
+// dY channels-last, X in NCHW or channels-last order (`x_channels_last`).
+Status FewChannelsWeightGrad(KernelContext& context, const Tensor& dy, const Tensor& x, bool x_channels_last,
+                             const WindowGeometry& g, float* dw, float* db);
+
+}  // namespace onnx_amp
