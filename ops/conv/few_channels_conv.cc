@@ -37,7 +37,7 @@ struct RowBlock {
   const int64_t* tap_offsets = nullptr;
   const float* weights = nullptr;  // [taps, M]
   const float* bias = nullptr;     // [M]
-  int64_t maps = 0, block = 0, out_w = 0, column_step = 0;
+  int64_t taps = 0, maps = 0, block = 0, out_w = 0, column_step = 0;
   float* row = nullptr;  // [OW, M]
 };
 
@@ -66,12 +66,12 @@ ONNX_AMP_FEW_CHANNELS_TARGET void AddImageBlock(const ImageBlock& a) {
 // pixel waits out the latency of each multiply-add; eight keep the FMA units busy.
 constexpr int64_t kRowPixels = 8;
 
-template <int kTaps, int kPixels>
+template <int kPixels>
 ONNX_AMP_FEW_CHANNELS_TARGET inline void SumPixels(const RowBlock& a, const float* corner, float* out) {
   __m512 sums[kPixels];
   const __m512 bias = _mm512_loadu_ps(a.bias + a.block * 16);
   for (int p = 0; p < kPixels; ++p) sums[p] = bias;
-  for (int t = 0; t < kTaps; ++t) {
+  for (int64_t t = 0; t < a.taps; ++t) {
     const __m512 weight = _mm512_loadu_ps(a.weights + t * a.maps + a.block * 16);
     const float* tap = corner + a.tap_offsets[t];
 #pragma GCC unroll 8
@@ -80,25 +80,13 @@ ONNX_AMP_FEW_CHANNELS_TARGET inline void SumPixels(const RowBlock& a, const floa
   for (int p = 0; p < kPixels; ++p) _mm512_storeu_ps(out + p * a.maps, sums[p]);
 }
 
-template <int kTaps>
-ONNX_AMP_FEW_CHANNELS_TARGET void SumRowBlock(const RowBlock& a) {
+ONNX_AMP_FEW_CHANNELS_TARGET void SumRow(const RowBlock& a) {
   float* out = a.row + a.block * 16;
   int64_t ow = 0;
   for (; ow + kRowPixels <= a.out_w; ow += kRowPixels) {
-    SumPixels<kTaps, kRowPixels>(a, a.corner + ow * a.column_step, out + ow * a.maps);
+    SumPixels<kRowPixels>(a, a.corner + ow * a.column_step, out + ow * a.maps);
   }
-  for (; ow < a.out_w; ++ow) SumPixels<kTaps, 1>(a, a.corner + ow * a.column_step, out + ow * a.maps);
-}
-
-template <int... kTaps>
-void SumRowBlockOf(int64_t taps, const RowBlock& a, std::integer_sequence<int, kTaps...>) {
-  using Kernel = void (*)(const RowBlock&);
-  static constexpr Kernel kKernels[] = {&SumRowBlock<kTaps + 1>...};
-  kKernels[taps - 1](a);
-}
-
-void SumRow(int64_t taps, const RowBlock& a) {
-  SumRowBlockOf(taps, a, std::make_integer_sequence<int, static_cast<int>(kMaxFewChannelsTaps)>());
+  for (; ow < a.out_w; ++ow) SumPixels<1>(a, a.corner + ow * a.column_step, out + ow * a.maps);
 }
 
 // One instantiation per tap count, so each keeps its sums in registers.
@@ -119,7 +107,7 @@ bool CpuHasAvx512() { return __builtin_cpu_supports("avx512f") != 0; }
 
 #else
 
-void SumRow(int64_t, const RowBlock&) {}
+void SumRow(const RowBlock&) {}
 void AddImage(DType, int64_t, const ImageBlock&) {}
 bool CpuHasAvx512() { return false; }
 
@@ -169,7 +157,8 @@ struct PaddedImage {
 bool TakesFewChannelsConv(DType dtype, const Shape& x, const Shape& w, int64_t group, bool maps_channels_last,
                           const WindowGeometry& g) {
   if (!IsLowPrecision(dtype) || x.size() != 4 || w.size() != 4 || g.rank() != 2 || group != 1) return false;
-  return maps_channels_last && w[0] % 16 == 0 && x[1] * w[2] * w[3] <= kMaxFewChannelsTaps && CpuHasAvx512();
+  return maps_channels_last && x[1] <= kMaxFewChannels && x[1] * w[2] * w[3] <= kMaxFewChannelsTaps &&
+         w[0] % 16 == 0 && CpuHasAvx512();
 }
 
 Status FewChannelsConv(KernelContext& context, const Tensor& x, bool x_channels_last, const Tensor& w,
@@ -194,6 +183,7 @@ Status FewChannelsConv(KernelContext& context, const Tensor& x, bool x_channels_
       image.Stage(x, x_channels_last, i, padded.data(), staging);
       RowBlock a;
       a.tap_offsets = image.tap_offsets.data();
+      a.taps = taps;
       a.weights = weights.data();
       a.bias = bias;
       a.maps = maps;
@@ -202,7 +192,7 @@ Status FewChannelsConv(KernelContext& context, const Tensor& x, bool x_channels_
       a.row = row.data();
       for (int64_t oh = 0; oh < out_h; ++oh) {
         a.corner = padded.data() + oh * g.strides[0] * image.padded_w;
-        for (a.block = 0; a.block < maps / 16; ++a.block) SumRow(taps, a);
+        for (a.block = 0; a.block < maps / 16; ++a.block) SumRow(a);
         StoreFloat32Block(row.data(), (i * out_h + oh) * row_floats, row_floats, y);
       }
     }

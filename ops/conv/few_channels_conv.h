@@ -1,13 +1,15 @@
 // A float16/bfloat16 first layer's convolution and weights gradient on loops of their own:
-// X of a few channels (an image's 1 to 3), a 2-D window of at most kMaxFewChannelsTaps
-// weights per output map (C x KH x KW), Y and dY stored channels-last with a multiple of
-// 16 maps. oneDNN's kernels take such a layer only in float32, so its low-precision
-// activations used to be converted whole on the way: the forward's Y (3.2 M elements for
-// the bundled CNN's first layer at batch 256) rounded out of a float32 copy, and dY
-// widened into one for the gradient, each pass costing more than the layer's arithmetic.
-// These loops read dY and write Y as stored, 16 maps to an AVX-512 register, with one
-// register per window tap. Sums are float32. float32 stays on oneDNN, which reads and
-// writes it as it is and was as fast.
+// X of a few channels (an image's 1 to 3; at most kMaxFewChannels), a 2-D window of at
+// most kMaxFewChannelsTaps weights per output map (C x KH x KW), Y and dY stored
+// channels-last with a multiple of 16 maps. oneDNN's kernels take such a layer only in
+// float32, so its low-precision activations used to be converted whole on the way: the
+// forward's Y (3.2 M elements for the bundled CNN's first layer at batch 256) rounded out
+// of a float32 copy, and dY widened into one for the weights gradient, each pass costing
+// more than the layer's arithmetic. These loops read dY and write Y as stored, 16 maps to
+// an AVX-512 register: the forward sums 8 pixels side by side, the weights gradient keeps
+// one register per window weight. Sums are float32. float32 stays on oneDNN, which reads
+// and writes it as it is and was as fast; so do larger windows (ResNet's 7 x 7 stem on 3
+// channels ran no faster on the forward loop than on oneDNN with its conversions).
 //
 // Both read X widened into an image-sized buffer whose pads are zeros, so a non-finite
 // value beside the border makes a sum NaN where skipping the pad would leave it infinite:
@@ -22,12 +24,13 @@
 
 namespace onnx_amp {
 
+inline constexpr int64_t kMaxFewChannels = 4;
 inline constexpr int64_t kMaxFewChannelsTaps = 27;  // 3 channels of a 3 x 3 window
 
 // Whether these loops take a convolution of X [N, C, H, W] with W [M, C, KH, KW] into
 // [N, M, OH, OW] on this CPU: X and the weights both float16 or both bfloat16, group 1,
-// C x KH x KW <= kMaxFewChannelsTaps, M a multiple of 16, the M-channel side (Y, or dY)
-// stored channels-last, AVX-512F.
+// C <= kMaxFewChannels, C x KH x KW <= kMaxFewChannelsTaps, M a multiple of 16, the
+// M-channel side (Y, or dY) stored channels-last, AVX-512F.
 bool TakesFewChannelsConv(DType dtype, const Shape& x, const Shape& w, int64_t group, bool maps_channels_last,
                           const WindowGeometry& g);
 

@@ -184,6 +184,21 @@ TEST(ConvTest, FirstLayerLoopMatchesDoubleReference) {
       }
     }
   }
+  // Everything else stays on oneDNN: float32, a Y stored NCHW, groups, maps not a multiple
+  // of 16, more than 4 channels, more than 27 weights per map (ResNet's 7 x 7 stem).
+  WindowGeometry g3;
+  g3.in = {12, 12};
+  g3.kernel = {3, 3};
+  EXPECT_FALSE(TakesFewChannelsConv(DType::kFloat32, {2, 1, 12, 12}, {16, 1, 3, 3}, 1, true, g3));
+  EXPECT_FALSE(TakesFewChannelsConv(DType::kBFloat16, {2, 1, 12, 12}, {16, 1, 3, 3}, 1, false, g3));
+  EXPECT_FALSE(TakesFewChannelsConv(DType::kBFloat16, {2, 2, 12, 12}, {16, 1, 3, 3}, 2, true, g3));
+  EXPECT_FALSE(TakesFewChannelsConv(DType::kBFloat16, {2, 1, 12, 12}, {24, 1, 3, 3}, 1, true, g3));
+  WindowGeometry g1 = g3;
+  g1.kernel = {1, 1};
+  EXPECT_FALSE(TakesFewChannelsConv(DType::kFloat16, {2, 5, 12, 12}, {16, 5, 1, 1}, 1, true, g1));
+  WindowGeometry g7 = g3;
+  g7.kernel = {7, 7};
+  EXPECT_FALSE(TakesFewChannelsConv(DType::kFloat16, {2, 3, 12, 12}, {64, 3, 7, 7}, 1, true, g7));
   if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "the loop needs AVX-512: oneDNN's kernels ran";
 }
 
