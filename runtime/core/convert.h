@@ -15,7 +15,8 @@ void ConvertFloatToBFloat16(const float* src, uint16_t* dst, size_t count);
 void ConvertBFloat16ToFloat(const uint16_t* src, float* dst, size_t count);
 
 // The implementation levels, exposed so tests can compare each with the scalar one.
-enum class ConvertPath { kScalar, kAvx2F16c, kAvx512 };
+// kAvx512Bf16 is kAvx512 with VCVTNEPS2BF16 for float32 -> bfloat16 (AVX512_BF16).
+enum class ConvertPath { kScalar, kAvx2F16c, kAvx512, kAvx512Bf16 };
 bool ConvertPathSupported(ConvertPath path);
 std::string_view ConvertPathName(ConvertPath path);
 void ConvertFloatToHalfWith(ConvertPath path, const float* src, uint16_t* dst, size_t count);

@@ -11,8 +11,9 @@
 namespace onnx_amp {
 
 inline constexpr ConvertPath kEveryConvertPath[] = {ConvertPath::kScalar, ConvertPath::kAvx2F16c,
-                                                    ConvertPath::kAvx512};
-inline constexpr ConvertPath kVectorConvertPaths[] = {ConvertPath::kAvx2F16c, ConvertPath::kAvx512};
+                                                    ConvertPath::kAvx512, ConvertPath::kAvx512Bf16};
+inline constexpr ConvertPath kVectorConvertPaths[] = {ConvertPath::kAvx2F16c, ConvertPath::kAvx512,
+                                                      ConvertPath::kAvx512Bf16};
 
 // Lets GoogleTest print a path by name instead of as raw bytes.
 inline void PrintTo(ConvertPath path, std::ostream* os) { *os << ConvertPathName(path); }

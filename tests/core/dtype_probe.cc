@@ -23,7 +23,8 @@
 namespace onnx_amp {
 namespace {
 
-constexpr ConvertPath kAllPaths[] = {ConvertPath::kScalar, ConvertPath::kAvx2F16c, ConvertPath::kAvx512};
+constexpr ConvertPath kAllPaths[] = {ConvertPath::kScalar, ConvertPath::kAvx2F16c, ConvertPath::kAvx512,
+                                     ConvertPath::kAvx512Bf16};
 
 template <typename T>
 std::optional<std::vector<T>> ReadPatterns(const std::string& path) {
