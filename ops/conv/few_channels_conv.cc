@@ -62,6 +62,20 @@ ONNX_AMP_FEW_CHANNELS_TARGET void AddImageBlock(const ImageBlock& a) {
   _mm512_storeu_ps(a.sums + kTaps * 16, bias);
 }
 
+// One instantiation per tap count, so each keeps its sums in registers.
+template <DType kDtype, int... kTaps>
+void AddImageBlockOf(int64_t taps, const ImageBlock& a, std::integer_sequence<int, kTaps...>) {
+  using Kernel = void (*)(const ImageBlock&);
+  static constexpr Kernel kKernels[] = {&AddImageBlock<kTaps + 1, kDtype>...};
+  kKernels[taps - 1](a);
+}
+
+void AddImage(DType dtype, int64_t taps, const ImageBlock& a) {
+  constexpr auto kAllTaps = std::make_integer_sequence<int, static_cast<int>(kMaxFewChannelsTaps)>();
+  if (dtype == DType::kFloat16) return AddImageBlockOf<DType::kFloat16>(taps, a, kAllTaps);
+  AddImageBlockOf<DType::kBFloat16>(taps, a, kAllTaps);
+}
+
 // Pixels summed side by side: a pixel's taps add into one register in turn, so a single
 // pixel waits out the latency of each multiply-add; eight keep the FMA units busy.
 constexpr int64_t kRowPixels = 8;
@@ -87,20 +101,6 @@ ONNX_AMP_FEW_CHANNELS_TARGET void SumRow(const RowBlock& a) {
     SumPixels<kRowPixels>(a, a.corner + ow * a.column_step, out + ow * a.maps);
   }
   for (; ow < a.out_w; ++ow) SumPixels<1>(a, a.corner + ow * a.column_step, out + ow * a.maps);
-}
-
-// One instantiation per tap count, so each keeps its sums in registers.
-template <DType kDtype, int... kTaps>
-void AddImageBlockOf(int64_t taps, const ImageBlock& a, std::integer_sequence<int, kTaps...>) {
-  using Kernel = void (*)(const ImageBlock&);
-  static constexpr Kernel kKernels[] = {&AddImageBlock<kTaps + 1, kDtype>...};
-  kKernels[taps - 1](a);
-}
-
-void AddImage(DType dtype, int64_t taps, const ImageBlock& a) {
-  constexpr auto kAllTaps = std::make_integer_sequence<int, static_cast<int>(kMaxFewChannelsTaps)>();
-  if (dtype == DType::kFloat16) return AddImageBlockOf<DType::kFloat16>(taps, a, kAllTaps);
-  AddImageBlockOf<DType::kBFloat16>(taps, a, kAllTaps);
 }
 
 bool CpuHasAvx512() { return __builtin_cpu_supports("avx512f") != 0; }
