@@ -193,11 +193,10 @@ Status FewChannelsConv(KernelContext& context, const Tensor& x, bool x_channels_
       for (int64_t oh = 0; oh < out_h; ++oh) {
         a.corner = padded.data() + oh * g.strides[0] * image.padded_w;
         for (a.block = 0; a.block < maps / 16; ++a.block) SumRow(a);
-        StoreFloat32Block(row.data(), (i * out_h + oh) * row_floats, row_floats, y);
+        StoreBlockWithActivation(row.data(), y, (i * out_h + oh) * row_floats, row_floats, activation);
       }
     }
   });
-  ApplyActivation(activation, y, context.threads());
   return Status::Ok();
 }
 
