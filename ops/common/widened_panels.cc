@@ -18,48 +18,99 @@ constexpr int64_t kPanelBytes = int64_t{4} << 20;
 // panels.
 constexpr int64_t kMinWorkFloats = 2 * kPanelBytes / static_cast<int64_t>(sizeof(float));
 
-// Columns of B below which a column panel's product loses rate.
+// Columns of B below which a column panel's product loses rate, and the least depth of
+// a slice along k.
 constexpr int64_t kMinPanelColumns = 256;
+constexpr int64_t kMinPanelDepth = 256;
 
 // Result elements per parallel chunk of the finishing pass.
 constexpr int64_t kFinishChunk = int64_t{1} << 16;
 
 int64_t RoundDownTo64(int64_t value) { return value / 64 * 64; }
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// How a product is cut: A in panels of `rows` rows, B in panels of `cols` columns. With
-// all n columns B is widened once, before the first row panel, and each row panel's
-// result is finished into the output before the next (from rows x n work floats, or in
-// the output itself when that is float32); with fewer, each rows x cols block of the
-// result is (from rows x cols work floats).
+// How a product is cut: A in panels of `rows` rows, B in panels of `cols` columns, and
+// both in slices of `depth` along k. With all n columns and all k, B is widened once,
+// before the first row panel, and each row panel's result is finished into the output
+// before the next (from rows x n work floats, or in the output itself when that is
+// float32); with fewer columns, each rows x cols block of the result is (from rows x cols
+// work floats). A cut along k sums the slices' products into the block in order.
 struct PanelPlan {
-  int64_t rows = 0, cols = 0;
+  int64_t rows = 0, cols = 0, depth = 0;
 };
 
-// The float32 work tensors (panels and result) may take a third of what the product's
+// The float32 work floats (panels and result) a product may hold: a third of what its
 // low-precision operands and output save against float32 ones (2 bytes an element), and
-// at least kMinWorkFloats: so a mixed step's peak stays at or below the float32 step's,
+// at least kMinWorkFloats. So a mixed step's peak stays at or below the float32 step's,
 // whose operands and outputs are twice as large, although its low-precision weight
 // copies come on top (half of the saving put the MLP's batch-1024 step 1.5% above
-// float32's peak RSS, a third 2% below it). Within that, as few widenings as the
-// budget allows: B whole when it fits beside a 64-row panel of A (every element widened
-// once), else the most rows of A beside column panels of B (B widened once per row
-// panel). A whole beside 256-column panels of B, which also widens every element once,
-// may take twice the budget: the MLP's mixed step at batch 1024 then ran 4% faster
-// (its 4096 x 4096 weights had been widened twice) and its peak RSS did not move, the
-// peak lying where no product runs.
-PanelPlan PlanPanels(int64_t m, int64_t k, int64_t n, bool low_output) {
+// float32's peak RSS, a third 2% below it).
+int64_t WorkBudget(int64_t m, int64_t k, int64_t n, bool low_output) {
   const int64_t saved_bytes = 2 * (m * k + k * n + (low_output ? m * n : 0));
-  const int64_t budget = std::max(kMinWorkFloats, saved_bytes / 3 / static_cast<int64_t>(sizeof(float)));
-  const int64_t min_rows = std::min<int64_t>(m, 64);
+  return std::max(kMinWorkFloats, saved_bytes / 3 / static_cast<int64_t>(sizeof(float)));
+}
+
+// B whole beside a 64-row panel of A (and the result's rows, for a low-precision output)
+// within the budget: every element widened once.
+bool BWholeFits(int64_t m, int64_t k, int64_t n, bool low_output) {
+  const int64_t per_row = k + (low_output ? n : 0);
+  return k * n + std::min<int64_t>(m, 64) * per_row <= WorkBudget(m, k, n, low_output);
+}
+
+// A whole beside 256-column panels of B within twice the budget, which also widens every
+// element once: the MLP's mixed step at batch 1024 then ran 4% faster (its 4096 x 4096
+// weights had been widened twice) and its peak RSS did not move, the peak lying where no
+// product runs.
+bool AWholeFits(int64_t m, int64_t k, int64_t n, bool low_output) {
+  const int64_t cols = std::min(n, kMinPanelColumns);
+  return m * (k + cols) + k * cols <= 2 * WorkBudget(m, k, n, low_output);
+}
+
+// The slice of k a product is cut into, k itself when it is not cut. It depends on the
+// shape alone, never on the output's dtype: a MatMul with a Cast to float32 folded in
+// must sum in the order the separate MatMul does. It is cut where k is the product's
+// shortest side (a weight gradient at a batch below the layer's widths), where a
+// float32 output fits neither B whole nor A whole, and a low-precision one not B whole.
+// Such a product ran on rows x columns blocks: products of 256 columns over a short k,
+// with B widened once per row panel. Sliced, all rows of A go beside slices of B of all
+// n columns within twice the budget, every element is widened once, and a float32
+// output holds the running sums. The weight gradient of a 4096 x 4096 layer at batch
+// 1024 (4096 x 1024 x 4096, two 512-deep slices) took 214-225 against 258-276 ms on
+// oneDNN's AVX2 kernels (float32: 208-220 ms), within noise of 130-160 ms either way on
+// its AVX-512 ones. Over a long k slicing lost: the input gradient at batch 8192 (8192 x
+// 4096 x 4096, four slices, its result block summed in four passes) took 958-969
+// against 927 ms.
+int64_t SliceDepth(int64_t m, int64_t k, int64_t n) {
+  if (k >= std::min(m, n) || BWholeFits(m, k, n, false) || BWholeFits(m, k, n, true) || AWholeFits(m, k, n, false)) {
+    return k;
+  }
+  const int64_t widest = std::max(kMinPanelDepth, RoundDownTo64(2 * WorkBudget(m, k, n, false) / (m + n)));
+  if (widest >= k) return k;
+  // Slices of equal depth (a multiple of 64), so the last one is not a sliver.
+  return std::min(k, CeilDiv(CeilDiv(k, CeilDiv(k, widest)), 64) * 64);
+}
+
+// Within the budget, as few widenings as it allows: B whole, else A whole beside column
+// panels of B, else the most rows of A beside column panels of B (B widened once per row
+// panel). A product cut along k (SliceDepth) takes all n columns and, for a float32
+// output summed in place, all rows.
+PanelPlan PlanPanels(int64_t m, int64_t k, int64_t n, bool low_output) {
+  const int64_t budget = WorkBudget(m, k, n, low_output);
+  const int64_t min_rows = std::min<int64_t>(m, 64), min_cols = std::min(n, kMinPanelColumns);
   PanelPlan plan;
-  const int64_t whole_b_per_row = k + (low_output ? n : 0);  // A's panel and the result's rows
-  if (k * n + min_rows * whole_b_per_row <= budget) {
-    plan.cols = n;
-    plan.rows = std::clamp(RoundDownTo64((budget - k * n) / whole_b_per_row), min_rows, m);
+  plan.depth = SliceDepth(m, k, n);
+  plan.cols = n;
+  if (plan.depth < k) {
+    const int64_t result_per_row = low_output ? n : 0;
+    plan.rows = std::clamp(RoundDownTo64((2 * budget - plan.depth * n) / (plan.depth + result_per_row)), min_rows, m);
     return plan;
   }
-  const int64_t min_cols = std::min(n, kMinPanelColumns);
-  if (m * (k + min_cols) + k * min_cols <= 2 * budget) {
+  if (BWholeFits(m, k, n, low_output)) {
+    const int64_t per_row = k + (low_output ? n : 0);  // A's panel and the result's rows
+    plan.rows = std::clamp(RoundDownTo64((budget - k * n) / per_row), min_rows, m);
+    return plan;
+  }
+  if (AWholeFits(m, k, n, low_output)) {
     plan.rows = m;
     plan.cols = min_cols;
     return plan;
@@ -123,24 +174,24 @@ Status WidenedMatMulInPanels(KernelContext& context, const MatMulProblem& proble
   // A float32 output holds the rounded results itself (a Cast to float32 folded in).
   const bool low_output = out.dtype() == dtype;
   const PanelPlan plan = PlanPanels(m, k, n, low_output);
-  const bool whole_b = plan.cols == n;
+  const bool sliced = plan.depth < k;
+  const bool whole_b = plan.cols == n && !sliced;
   ThreadPool& threads = context.threads();
-  ONNX_AMP_ASSIGN_OR_RETURN(Tensor a_panel, context.ScratchFloat32(plan.rows * k));
-  ONNX_AMP_ASSIGN_OR_RETURN(Tensor b_panel, context.ScratchFloat32(k * plan.cols));
+  ONNX_AMP_ASSIGN_OR_RETURN(Tensor a_panel, context.ScratchFloat32(plan.rows * plan.depth));
+  ONNX_AMP_ASSIGN_OR_RETURN(Tensor b_panel, context.ScratchFloat32(plan.depth * plan.cols));
   // The result's rows x cols block, unless it is written into the output in place.
-  const bool in_block = low_output || !whole_b;
+  const bool in_block = low_output || plan.cols != n;
   Tensor block;
   if (in_block) {
     ONNX_AMP_ASSIGN_OR_RETURN(block, context.ScratchFloat32(plan.rows * plan.cols));
   }
-  dnnl::memory::dims b_strides;
+  dnnl::memory::dims a_strides, b_strides;
   if (whole_b) b_strides = WidenBlock(b, problem.b_strides, 0, k, 0, n, b_panel.data<float>(), threads);
   for (int64_t row = 0; row < m; row += plan.rows) {
     const int64_t mb = std::min(plan.rows, m - row);
-    const dnnl::memory::dims a_strides = WidenBlock(a, problem.a_strides, row, mb, 0, k, a_panel.data<float>(), threads);
+    if (!sliced) a_strides = WidenBlock(a, problem.a_strides, row, mb, 0, k, a_panel.data<float>(), threads);
     for (int64_t column = 0; column < n; column += plan.cols) {
       const int64_t nb = std::min(plan.cols, n - column);
-      if (!whole_b) b_strides = WidenBlock(b, problem.b_strides, 0, k, column, nb, b_panel.data<float>(), threads);
       float* c = in_block ? block.data<float>() : out.data<float>() + row * n;
       if (problem.accumulate) {
         for (int64_t i = 0; i < mb; ++i) {
@@ -148,14 +199,24 @@ Status WidenedMatMulInPanels(KernelContext& context, const MatMulProblem& proble
           std::copy(from, from + nb, c + i * nb);
         }
       }
-      MatMulProblem sub = problem;
-      sub.a_dims = {mb, k};
-      sub.a_strides = a_strides;
-      sub.b_dims = {k, nb};
-      sub.b_strides = b_strides;
-      sub.c_dims = {mb, nb};
-      if (!problem.bias.empty()) sub.bias.assign(problem.bias.begin() + column, problem.bias.begin() + column + nb);
-      ONNX_AMP_RETURN_IF_ERROR(RunDnnlMatMul(sub, dt::f32, a_panel.data<float>(), b_panel.data<float>(), c));
+      // Slices after the first add their product to the block (with alpha, no bias again).
+      for (int64_t depth = 0; depth < k; depth += plan.depth) {
+        const int64_t kb = std::min(plan.depth, k - depth);
+        if (sliced) a_strides = WidenBlock(a, problem.a_strides, row, mb, depth, kb, a_panel.data<float>(), threads);
+        if (!whole_b) b_strides = WidenBlock(b, problem.b_strides, depth, kb, column, nb, b_panel.data<float>(), threads);
+        MatMulProblem sub = problem;
+        sub.a_dims = {mb, kb};
+        sub.a_strides = a_strides;
+        sub.b_dims = {kb, nb};
+        sub.b_strides = b_strides;
+        sub.c_dims = {mb, nb};
+        sub.accumulate = problem.accumulate || depth > 0;
+        sub.bias.clear();
+        if (!problem.bias.empty() && depth == 0) {
+          sub.bias.assign(problem.bias.begin() + column, problem.bias.begin() + column + nb);
+        }
+        ONNX_AMP_RETURN_IF_ERROR(RunDnnlMatMul(sub, dt::f32, a_panel.data<float>(), b_panel.data<float>(), c));
+      }
       threads.ParallelFor(mb, ItemsPerChunk(nb, kFinishChunk), [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
           FinishProductBlock(c + i * nb, out, dtype, (row + i) * n + column, nb, problem.activation);

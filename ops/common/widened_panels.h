@@ -1,8 +1,8 @@
 // Products on operands oneDNN cannot take as they are (float16; bfloat16 where float32
 // kernels are faster, bf16_kernel_choice.h) run on float32 copies, which widening makes
-// exactly. A large operand is copied a panel at a time (rows of A, columns of B) into
-// bounded work tensors, instead of whole: widening a 4096 x 4096 weight whole takes 64 MiB
-// for the length of one product. The result is finished (rounded, activated) a block at
+// exactly. A large operand is copied a panel at a time (rows of A, columns of B, slices
+// of both along k) into bounded work tensors, instead of whole: widening a 4096 x 4096
+// weight whole takes 64 MiB for the length of one product. The result is finished (rounded, activated) a block at
 // a time, so no float32 copy of the whole result is held either.
 #pragma once
 

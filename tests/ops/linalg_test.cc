@@ -188,7 +188,9 @@ struct GemmCase {
   std::optional<Shape> c_shape;  // nullopt: no C; {} is a scalar C
 };
 
-void CheckGemm(DType dtype, const GemmCase& g, uint32_t seed) {
+// Checks every row_step-th row of the result and its last row (a product too large for a
+// double reference of every element is sampled).
+void CheckGemm(DType dtype, const GemmCase& g, uint32_t seed, int64_t row_step = 1) {
   const RoundedTensor a = RandomTensor(dtype, g.trans_a ? Shape{g.k, g.m} : Shape{g.m, g.k}, seed);
   const RoundedTensor b = RandomTensor(dtype, g.trans_b ? Shape{g.n, g.k} : Shape{g.k, g.n}, seed + 1);
   const bool has_c = g.c_shape.has_value();
@@ -211,7 +213,10 @@ void CheckGemm(DType dtype, const GemmCase& g, uint32_t seed) {
   for (int64_t j = 0; j < g.n; ++j) {
     for (int64_t kk = 0; kk < g.k; ++kk) b_columns[j * g.k + kk] = g.trans_b ? b.values[j * g.k + kk] : b.values[kk * g.n + j];
   }
-  for (int64_t i = 0; i < g.m; ++i) {
+  std::vector<int64_t> rows;
+  for (int64_t i = 0; i < g.m; i += row_step) rows.push_back(i);
+  if (rows.back() != g.m - 1) rows.push_back(g.m - 1);
+  for (const int64_t i : rows) {
     for (int64_t j = 0; j < g.n; ++j) {
       double sum = 0, abs_sum = 0;
       for (int64_t kk = 0; kk < g.k; ++kk) {
@@ -237,7 +242,10 @@ void CheckGemm(DType dtype, const GemmCase& g, uint32_t seed) {
                             std::to_string(g.trans_b) + " C" + (has_c ? ShapeToString(c_shape) : "none");
   ASSERT_TRUE(out.ok()) << label << ": " << out.status().message();
   EXPECT_EQ((*out)[0].shape(), ref.shape) << label;
-  ExpectWithin(ToDoubles((*out)[0]), ref.value, Bounds(ref, dtype), label);
+  const std::vector<double> all = ToDoubles((*out)[0]);
+  std::vector<double> sampled;
+  for (const int64_t i : rows) sampled.insert(sampled.end(), all.begin() + i * g.n, all.begin() + (i + 1) * g.n);
+  ExpectWithin(sampled, ref.value, Bounds(ref, dtype), label);
 }
 
 const std::vector<GemmCase> kGemmCases = {
@@ -296,6 +304,22 @@ TEST(GemmTest, LowPrecisionLargeOperandsWidenedInPanels) {
   // bfloat16 on float32 kernels takes the same panels.
   const ScopedBf16Kernels float32(Bf16Kernels::kFloat32);
   for (const GemmCase& g : cases) CheckGemm(DType::kBFloat16, g, seed += 3);
+}
+
+// A product whose k is its shortest side and whose B fits no panel of all columns is cut
+// along k (two 768-deep slices of 1500; SliceDepth in widened_panels.cc): the slices'
+// products summed in order, the bias and C added once, alpha on every slice; a float16
+// output sums each 1280-row panel in a work block. Every 7th row is checked against the
+// double reference (5 G terms in all).
+TEST(GemmTest, LowPrecisionProductsCutAlongK) {
+  const std::vector<GemmCase> cases = {
+      {2200, 1500, 1504, false, false, 1.0f, 1.0f, Shape{1504}},
+      {2200, 1500, 1504, true, true, 0.5f, 2.0f, Shape{2200, 1504}},
+  };
+  uint32_t seed = 760;
+  for (const GemmCase& g : cases) CheckGemm(DType::kFloat16, g, seed += 3, 7);
+  const ScopedBf16Kernels float32(Bf16Kernels::kFloat32);
+  for (const GemmCase& g : cases) CheckGemm(DType::kBFloat16, g, seed += 3, 7);
 }
 
 // Products of at most four rows run on their own vector kernels (few_rows_matmul.h):

@@ -390,12 +390,15 @@ TEST(FusionPlanTest, CastToFloat32FoldsIntoMatMulAndKeepsTheRounding) {
 // Products large enough to be widened in panels (ops/common/widened_panels.h), each
 // followed by a Cast to float32 (folded: rounded in place in the float32 output) and by a
 // Relu (fused: applied to each finished block): [300, 8000] @ [8000, 300] takes row and
-// column panels, [1100, 2100] @ [2100, 40] all of B beside two row panels.
+// column panels, [1100, 2100] @ [2100, 40] all of B beside two row panels, and
+// [2200, 1500] @ [1500, 1504] is cut along k into two slices (the Cast's float32 output
+// holding the running sums, the Relu's rows summed in work blocks).
 onnx::ModelProto PanelledProductsModel(onnx::TensorProto::DataType low) {
   onnx::GraphProto graph;
   graph.set_name("panelled_products");
   const std::vector<std::tuple<std::string, int64_t, int64_t, int64_t>> products = {{"wide", 300, 8000, 300},
-                                                                                    {"tall", 1100, 2100, 40}};
+                                                                                    {"tall", 1100, 2100, 40},
+                                                                                    {"deep", 2200, 1500, 1504}};
   for (const auto& [name, m, k, n] : products) {
     for (const auto& [input, dims] : {std::pair{name + "_a", std::vector<int64_t>{m, k}},
                                       std::pair{name + "_b", std::vector<int64_t>{k, n}}}) {
@@ -431,8 +434,8 @@ TEST(FusionPlanTest, PanelledProductsFinishLikeTheSeparateNodes) {
     const RunResult expected = RunOk(*plain, feeds);
     const RunResult actual = RunOk(*fused, feeds);
     const std::string label = low == onnx::TensorProto::FLOAT16 ? "float16" : "bfloat16";
-    EXPECT_EQ(Calls(actual, "MatMul+Cast"), 2) << label;
-    EXPECT_EQ(Calls(actual, "MatMul+Relu"), 2) << label;
+    EXPECT_EQ(Calls(actual, "MatMul+Cast"), 3) << label;
+    EXPECT_EQ(Calls(actual, "MatMul+Relu"), 3) << label;
     ExpectBitIdentical(expected, actual, label);
   }
   SetBf16Kernels(previous);
