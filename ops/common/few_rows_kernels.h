@@ -1,12 +1,9 @@
 // The vector loops of few_rows_matmul.h, written once over a vector type and compiled
 // once per instruction set: few_rows_avx512.cc and few_rows_avx2.cc define
-// ONNX_AMP_FEW_ROWS_TARGET (a target attribute) and their Vec before including this.
-// Only these functions carry the target (the files themselves are compiled for any
-// x86-64), and all have internal linkage, so the two copies never meet.
-//
-// A Vec provides: kLanes; Zero(); Load(const float*); LoadWeights<dtype>(const void*,
-// index) (kLanes weights from element `index`, widened exactly to float32); Splat(float);
-// Fma(a, b, c) = a * b + c; Store(float*, v); Sum(v) (the lanes added in a fixed tree).
+// ONNX_AMP_FEW_ROWS_TARGET (a target attribute) before including this, and pass their
+// vector type (ops/common/float_vec_avx512.h, float_vec_avx2.h). Only these functions
+// carry the target (the files themselves are compiled for any x86-64), and all have
+// internal linkage, so the two copies never meet.
 #ifndef ONNX_AMP_FEW_ROWS_TARGET
 #error "define ONNX_AMP_FEW_ROWS_TARGET before including few_rows_kernels.h"
 #endif
@@ -50,7 +47,7 @@ ONNX_AMP_FEW_ROWS_TARGET void RowsTimesWeightRows(const FewRowsArgs& args) {
       typename Vec::Type acc[kRows];
       for (int i = 0; i < kRows; ++i) acc[i] = Vec::Load(args.y + i * args.y_stride + n);
       for (int64_t kk = 0; kk < depth; ++kk) {
-        const auto weights = Vec::template LoadWeights<kDtype>(args.w, (k0 + kk) * args.w_k_stride + n);
+        const auto weights = Vec::template Widen<kDtype>(args.w, (k0 + kk) * args.w_k_stride + n);
         for (int i = 0; i < kRows; ++i) acc[i] = Vec::Fma(Vec::Splat(args.a[i * args.k + k0 + kk]), weights, acc[i]);
       }
       for (int i = 0; i < kRows; ++i) Vec::Store(args.y + i * args.y_stride + n, acc[i]);
@@ -96,7 +93,7 @@ ONNX_AMP_FEW_ROWS_TARGET void RowsDotWeightColumns(const FewRowsArgs& args) {
       typename Vec::Type a[kRows];
       for (int i = 0; i < kRows; ++i) a[i] = Vec::Load(args.a + i * k + kk);
       for (int j = 0; j < kColumns; ++j) {
-        const auto weights = Vec::template LoadWeights<kDtype>(args.w, (n + j) * args.w_n_stride + kk);
+        const auto weights = Vec::template Widen<kDtype>(args.w, (n + j) * args.w_n_stride + kk);
         for (int i = 0; i < kRows; ++i) acc[j][i] = Vec::Fma(a[i], weights, acc[j][i]);
       }
     }
@@ -108,7 +105,7 @@ ONNX_AMP_FEW_ROWS_TARGET void RowsDotWeightColumns(const FewRowsArgs& args) {
     typename Vec::Type acc[kRows];
     for (int i = 0; i < kRows; ++i) acc[i] = Vec::Zero();
     for (int64_t kk = 0; kk < body; kk += lanes) {
-      const auto weights = Vec::template LoadWeights<kDtype>(args.w, n * args.w_n_stride + kk);
+      const auto weights = Vec::template Widen<kDtype>(args.w, n * args.w_n_stride + kk);
       for (int i = 0; i < kRows; ++i) acc[i] = Vec::Fma(Vec::Load(args.a + i * k + kk), weights, acc[i]);
     }
     for (int i = 0; i < kRows; ++i) FinishDot<Vec, kDtype>(args, i, n, acc[i]);

@@ -5,7 +5,7 @@
 
 #include "ops/common/bf16_kernel_choice.h"
 #include "ops/common/float32_buffers.h"
-#include "runtime/core/convert.h"
+#include "ops/common/float_vec_isa.h"
 #include "runtime/exec/thread_pool.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -44,20 +44,12 @@ std::string_view FewRowsPathName(FewRowsPath path) {
 }
 
 bool FewRowsPathSupported(FewRowsPath path) {
-#if ONNX_AMP_FEW_ROWS_X86
-  // The conversions' paths (runtime/core/convert.h) cover AVX2 + F16C and AVX-512 F + BW.
-  __builtin_cpu_init();
-  const bool avx2 = ConvertPathSupported(ConvertPath::kAvx2F16c) && __builtin_cpu_supports("fma");
   switch (path) {
     case FewRowsPath::kNone: return true;
-    case FewRowsPath::kAvx2: return avx2;
-    case FewRowsPath::kAvx512:
-      return avx2 && ConvertPathSupported(ConvertPath::kAvx512) && __builtin_cpu_supports("avx512vl");
+    case FewRowsPath::kAvx2: return CpuHasFloatVecAvx2();
+    case FewRowsPath::kAvx512: return CpuHasFloatVecAvx512();
   }
   return false;
-#else
-  return path == FewRowsPath::kNone;
-#endif
 }
 
 FewRowsPath CurrentFewRowsPath() { return Setting().load(); }

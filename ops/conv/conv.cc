@@ -344,6 +344,10 @@ Status ConvCpu(KernelContext& context) {
   dnn::PackedWeights* packed = dnn::PackedWeightsOf(context, 1);
   const void* w_data = w->raw_data();
   const dnn::WeightsSource w_source{[w_data] { return w_data; }, packed, w_data};
+  if (addend == nullptr && TakesFewChannelsConv(dtype, x->shape(), w->shape(), s.group, layouts.y, s.window)) {
+    const Status status = FewChannelsConv(context, *x, layouts.x, *w, bias_data, s.window, activation, *y);
+    return status.ok() ? status : context.Error(status.code(), status.message());
+  }
   if (dtype == DType::kFloat32) {
     const FusedActivation post_op = ExactPostOp(activation);
     Status status = RunDnnlConv(s, dt::f32, x->raw_data(), dt::f32, w_source, bias_data, addend, post_op, layouts,
@@ -351,10 +355,6 @@ Status ConvCpu(KernelContext& context) {
     if (!status.ok()) return context.Error(status.code(), status.message());
     if (post_op.kind == FusedActivationKind::kNone) ApplyActivation(activation, *y, context.threads());
     return Status::Ok();
-  }
-  if (addend == nullptr && TakesFewChannelsConv(dtype, x->shape(), w->shape(), s.group, layouts.y, s.window)) {
-    const Status status = FewChannelsConv(context, *x, layouts.x, *w, bias_data, s.window, activation, *y);
-    return status.ok() ? status : context.Error(status.code(), status.message());
   }
   return LowPrecisionConv(context, s, *x, *w, w_source, bias_data, addend, activation, layouts, *y);
 }

@@ -1,20 +1,28 @@
-// A float16/bfloat16 first layer's convolution and weights gradient on loops of their own:
-// X of a few channels (an image's 1 to 3; at most kMaxFewChannels), a 2-D window of at
-// most kMaxFewChannelsTaps weights per output map (C x KH x KW), Y and dY stored
-// channels-last with a multiple of 16 maps. oneDNN's kernels take such a layer only in
-// float32, so its low-precision activations used to be converted whole on the way: the
-// forward's Y (3.2 M elements for the bundled CNN's first layer at batch 256) rounded out
-// of a float32 copy, and dY widened into one for the weights gradient, each pass costing
-// more than the layer's arithmetic. These loops read dY and write Y as stored, 16 maps to
-// an AVX-512 register: the forward sums 8 pixels side by side, the weights gradient keeps
-// one register per window weight. Sums are float32. float32 stays on oneDNN, which reads
-// and writes it as it is and was as fast; so do larger windows (ResNet's 7 x 7 stem on 3
-// channels ran no faster on the forward loop than on oneDNN with its conversions).
+// A first layer's convolution and weights gradient on loops of their own: X of a few
+// channels (an image's 1 to 3; at most kMaxFewChannels), a 2-D window of at most
+// kMaxFewChannelsTaps weights per output map (C x KH x KW), Y and dY stored channels-last
+// with a multiple of 16 maps. oneDNN's kernels take such a layer only in float32, so its
+// float16/bfloat16 activations used to be converted whole on the way: the forward's Y
+// (3.2 M elements for the bundled CNN's first layer at batch 256) rounded out of a
+// float32 copy, and dY widened into one for the weights gradient, each pass costing more
+// than the layer's arithmetic. These loops read dY and write Y as stored, a block of maps
+// to a register (16 on AVX-512, 8 on AVX2; few_channels_loops.h): the forward sums 8
+// pixels side by side, the weights gradient keeps one register per window weight. Sums
+// are float32, in the same order on either instruction set.
+//
+// float32 takes the loops on AVX2 only: oneDNN's AVX2 kernels for such a layer are slow
+// (the bundled CNN's float32 step at batch 256 with oneDNN held to AVX2: ConvGrad 12.7 ->
+// 7.4 ms, Conv 4.8 -> 4.3 ms, the step 23.4 -> 17.1 ms on the loops), its AVX-512 ones
+// were as fast as the loops (step 10.1-10.7 against 10.7-11.5 ms). Larger windows stay on
+// oneDNN too (ResNet's 7 x 7 stem on 3 channels ran no faster on the forward loop than on
+// oneDNN with its conversions).
 //
 // Both read X widened into an image-sized buffer whose pads are zeros, so a non-finite
 // value beside the border makes a sum NaN where skipping the pad would leave it infinite:
 // either way the result is not finite.
 #pragma once
+
+#include <string>
 
 #include "ops/common/fused_activation.h"
 #include "ops/conv/window_geometry.h"
@@ -26,11 +34,26 @@ namespace onnx_amp {
 
 inline constexpr int64_t kMaxFewChannels = 4;
 inline constexpr int64_t kMaxFewChannelsTaps = 27;  // 3 channels of a 3 x 3 window
+// AVX2's 16 registers hold 12 weights' sums beside dY's block, its splat and dB's sums.
+inline constexpr int64_t kMaxFewChannelsTapsAvx2 = 12;
+
+// The loops' instruction sets; kNone where the CPU has neither.
+enum class FewChannelsPath { kNone, kAvx2, kAvx512 };
+bool FewChannelsPathSupported(FewChannelsPath path);
+
+// The path the loops take: the widest the CPU has, unless SetFewChannelsPath chose
+// another (tests run each path the CPU has). Returns the previous choice.
+FewChannelsPath CurrentFewChannelsPath();
+FewChannelsPath SetFewChannelsPath(FewChannelsPath path);
+
+// What the current path does, for `onnx-amp --version`.
+std::string DescribeFewChannelsConv();
 
 // Whether these loops take a convolution of X [N, C, H, W] with W [M, C, KH, KW] into
-// [N, M, OH, OW] on this CPU: X and the weights both float16 or both bfloat16, group 1,
-// C <= kMaxFewChannels, C x KH x KW <= kMaxFewChannelsTaps, M a multiple of 16, the
-// M-channel side (Y, or dY) stored channels-last, AVX-512F.
+// [N, M, OH, OW] on the current path: X and the weights both float16 or both bfloat16
+// (or float32, on AVX2), group 1, C <= kMaxFewChannels, C x KH x KW <= kMaxFewChannelsTaps (on AVX2
+// kMaxFewChannelsTapsAvx2), M a multiple of 16, the M-channel side (Y, or dY) stored
+// channels-last.
 bool TakesFewChannelsConv(DType dtype, const Shape& x, const Shape& w, int64_t group, bool maps_channels_last,
                           const WindowGeometry& g);
 

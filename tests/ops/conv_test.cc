@@ -154,25 +154,30 @@ TEST(ConvTest, BFloat16Float32KernelsRoundOnce) {
   for (const ConvCase& c : kConvCases) CheckConv(DType::kBFloat16, c, seed += 3);
 }
 
-// A float16/bfloat16 first layer (1 to 3 channels, at most 27 weights per map, Y
-// channels-last with 16 or 32 maps) runs on a loop of its own (few_channels_conv.h):
-// within the same bound, X in either order, with and without bias, pads, strides,
-// dilations and a 5 x 5 window, rows that leave a part group of 8 pixels, and a folded
-// Relu applied to the rounded values.
-TEST(ConvTest, FirstLayerLoopMatchesDoubleReference) {
+// A float16/bfloat16 first layer (1 to 3 channels, at most 27 weights per map, 12 on
+// AVX2, Y channels-last with 16 or 32 maps), and a float32 one on AVX2, runs on a loop of its own
+// (few_channels_conv.h): within the same bound, X in either order, with and without
+// bias, pads, strides, dilations, 4 channels and a 5 x 5 window, rows that leave a part group of 8
+// pixels, and a folded Relu applied to the rounded values. A case the path does not take
+// runs on oneDNN and is checked all the same.
+void CheckFirstLayerLoop(FewChannelsPath path, uint32_t seed) {
+  const ScopedFewChannelsPath scoped(path);
   const ConvCase cases[] = {
       {{3, 1, 12, 12}, {16, 1, 3, 3}, 1, {}, {}, {1, 1, 1, 1}, "NOTSET", true},
       {{2, 3, 11, 9}, {32, 3, 3, 3}, 1, {2, 2}, {}, {1, 0, 1, 2}, "NOTSET", true},
-      {{2, 2, 10, 13}, {16, 2, 3, 3}, 1, {}, {2, 2}, {2, 2, 2, 2}, "NOTSET", false},
+      {{2, 2, 10, 13}, {16, 2, 2, 3}, 1, {}, {2, 2}, {2, 2, 2, 2}, "NOTSET", false},
       {{1, 1, 9, 9}, {16, 1, 5, 5}, 1, {}, {}, {2, 2, 2, 2}, "NOTSET", true},
+      {{2, 4, 9, 10}, {32, 4, 1, 3}, 1, {1, 2}, {}, {0, 1, 0, 1}, "NOTSET", true},
   };
-  uint32_t seed = 1300;
-  for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {
+  const bool avx2 = path == FewChannelsPath::kAvx2;
+  const int64_t max_taps = avx2 ? kMaxFewChannelsTapsAvx2 : kMaxFewChannelsTaps;
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
     for (const ConvCase& c : cases) {
       WindowGeometry g;
       g.in = {c.x[2], c.x[3]};
       g.kernel = {c.w[2], c.w[3]};
-      EXPECT_EQ(TakesFewChannelsConv(dtype, c.x, c.w, 1, true, g), __builtin_cpu_supports("avx512f") != 0);
+      EXPECT_EQ(TakesFewChannelsConv(dtype, c.x, c.w, 1, true, g),
+                c.w[1] * c.w[2] * c.w[3] <= max_taps && (dtype != DType::kFloat32 || avx2));
       for (const uint32_t x_last : {0u, 1u}) {
         for (const bool relu : {false, true}) {
           NodeRunOptions options;
@@ -184,12 +189,13 @@ TEST(ConvTest, FirstLayerLoopMatchesDoubleReference) {
       }
     }
   }
-  // Everything else stays on oneDNN: float32, a Y stored NCHW, groups, maps not a multiple
-  // of 16, more than 4 channels, more than 27 weights per map (ResNet's 7 x 7 stem).
+  // Everything else stays on oneDNN: float32 beside AVX-512, a Y stored NCHW, groups, maps
+  // not a multiple of 16, more than 4 channels, more than 27 weights per map (ResNet's
+  // 7 x 7 stem).
   WindowGeometry g3;
   g3.in = {12, 12};
   g3.kernel = {3, 3};
-  EXPECT_FALSE(TakesFewChannelsConv(DType::kFloat32, {2, 1, 12, 12}, {16, 1, 3, 3}, 1, true, g3));
+  EXPECT_EQ(TakesFewChannelsConv(DType::kFloat32, {2, 1, 12, 12}, {16, 1, 3, 3}, 1, true, g3), avx2);
   EXPECT_FALSE(TakesFewChannelsConv(DType::kBFloat16, {2, 1, 12, 12}, {16, 1, 3, 3}, 1, false, g3));
   EXPECT_FALSE(TakesFewChannelsConv(DType::kBFloat16, {2, 2, 12, 12}, {16, 1, 3, 3}, 2, true, g3));
   EXPECT_FALSE(TakesFewChannelsConv(DType::kBFloat16, {2, 1, 12, 12}, {24, 1, 3, 3}, 1, true, g3));
@@ -199,7 +205,42 @@ TEST(ConvTest, FirstLayerLoopMatchesDoubleReference) {
   WindowGeometry g7 = g3;
   g7.kernel = {7, 7};
   EXPECT_FALSE(TakesFewChannelsConv(DType::kFloat16, {2, 3, 12, 12}, {64, 3, 7, 7}, 1, true, g7));
-  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "the loop needs AVX-512: oneDNN's kernels ran";
+}
+
+TEST(ConvTest, FirstLayerLoopOnAvx512MatchesDoubleReference) {
+  if (!FewChannelsPathSupported(FewChannelsPath::kAvx512)) GTEST_SKIP() << "this CPU has no AVX-512 (F, BW, VL)";
+  CheckFirstLayerLoop(FewChannelsPath::kAvx512, 1300);
+}
+
+TEST(ConvTest, FirstLayerLoopOnAvx2MatchesDoubleReference) {
+  if (!FewChannelsPathSupported(FewChannelsPath::kAvx2)) GTEST_SKIP() << "this CPU has no AVX2 with FMA and F16C";
+  CheckFirstLayerLoop(FewChannelsPath::kAvx2, 1400);
+}
+
+// Both paths sum each output in the same order, 16 maps to a register or 8: the same bits.
+TEST(ConvTest, FirstLayerLoopGivesTheSameBitsOnAvx2AndAvx512) {
+  if (!FewChannelsPathSupported(FewChannelsPath::kAvx512)) GTEST_SKIP() << "this CPU has no AVX-512 (F, BW, VL)";
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {
+    const RoundedTensor x = RandomTensor(dtype, {2, 1, 12, 11}, 1500);
+    const RoundedTensor w = RandomTensor(dtype, {32, 1, 3, 3}, 1501);
+    const RoundedTensor b = RandomTensor(dtype, {32}, 1502);
+    WindowGeometry g;
+    g.in = {12, 11};
+    g.kernel = {3, 3};
+    std::vector<double> outputs[2];
+    for (const FewChannelsPath path : {FewChannelsPath::kAvx2, FewChannelsPath::kAvx512}) {
+      const ScopedFewChannelsPath scoped(path);
+      EXPECT_TRUE(TakesFewChannelsConv(dtype, x.tensor.shape(), w.tensor.shape(), 1, true, g));
+      NodeRunOptions options;
+      options.channels_last_output = true;
+      SingleNode node("Conv");
+      node.Attr("pads", std::vector<int64_t>{1, 1, 1, 1}).Input(x.tensor).Input(w.tensor).Input(b.tensor);
+      auto out = node.Options(options).Run();
+      ASSERT_TRUE(out.ok()) << out.status().message();
+      outputs[path == FewChannelsPath::kAvx512] = ToDoubles((*out)[0]);
+    }
+    EXPECT_EQ(outputs[0], outputs[1]) << DTypeName(dtype);
+  }
 }
 
 TEST(ConvTest, Float64MatchesDoubleReference) {

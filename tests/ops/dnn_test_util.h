@@ -13,6 +13,7 @@
 
 #include "ops/common/bf16_kernel_choice.h"
 #include "ops/common/few_rows_matmul.h"
+#include "ops/conv/few_channels_conv.h"
 #include "ops/conv/pool_2d.h"
 #include "ops/conv/winograd_choice.h"
 #include "runtime/core/dtype.h"
@@ -42,6 +43,8 @@ using ScopedBf16Kernels = ScopedChoice<Bf16Kernels, SetBf16Kernels>;
 using ScopedPool2x2Avx512 = ScopedChoice<bool, SetPool2x2UsesAvx512>;
 // The few-rows product kernels (ops/common/few_rows_matmul.h) of one instruction set.
 using ScopedFewRowsPath = ScopedChoice<FewRowsPath, SetFewRowsPath>;
+// The first-layer convolution loops (ops/conv/few_channels_conv.h) of one instruction set.
+using ScopedFewChannelsPath = ScopedChoice<FewChannelsPath, SetFewChannelsPath>;
 // oneDNN's Winograd convolutions for the shapes that take them (ops/conv/winograd_choice.h).
 using ScopedConvWinograd = ScopedChoice<bool, SetConvUsesWinograd>;
 

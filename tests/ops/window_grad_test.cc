@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <string>
 
@@ -177,25 +178,36 @@ TEST(ConvGradTest, BFloat16Float32KernelsMatchDoubleReference) {
 }
 
 // A float16/bfloat16 first layer's weights gradient (dX not wanted, 1 to 3 image
-// channels, dY channels-last with 16 or 32 maps) runs on its own loop
-// (few_channels_conv.h), which reads dY as stored: within the same bound, X in
-// either order, with pads, strides, dilations and a 5 x 5 window, image counts that
-// leave a part chunk, and the same bits on one thread as on two.
-TEST(ConvGradTest, FirstLayerWeightGradientMatchesDoubleReference) {
-  const ConvGradCase cases[] = {
-      {{5, 1, 12, 12}, {16, 1, 3, 3}, 1, {1, 1}, {1, 1}, {1, 1, 1, 1}},
-      {{3, 3, 11, 9}, {32, 3, 3, 3}, 1, {2, 2}, {1, 1}, {1, 0, 1, 2}},
-      {{6, 2, 10, 10}, {16, 2, 3, 3}, 1, {1, 1}, {2, 2}, {2, 2, 2, 2}},
-      {{2, 1, 9, 9}, {16, 1, 5, 5}, 1, {1, 1}, {1, 1}, {2, 2, 2, 2}},
-  };
+// channels, at most 27 weights per map, 12 on AVX2, dY channels-last with 16 or 32 maps),
+// and a float32 one on AVX2, runs on its own loop (few_channels_conv.h), which reads dY as stored: within the same
+// bound, X in either order, with pads, strides, dilations, 4 channels and a 5 x 5 window, image
+// counts that leave a part chunk, and the same bits on one thread as on two. Each
+// gradient is kept in `gradients` (case by case, dW then dB) for the comparison of paths.
+const ConvGradCase kFirstLayerGradCases[] = {
+    {{5, 1, 12, 12}, {16, 1, 3, 3}, 1, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+    {{3, 3, 11, 9}, {32, 3, 3, 3}, 1, {2, 2}, {1, 1}, {1, 0, 1, 2}},
+    {{6, 2, 10, 10}, {16, 2, 2, 3}, 1, {1, 1}, {2, 2}, {2, 2, 2, 2}},
+    {{2, 1, 9, 9}, {16, 1, 5, 5}, 1, {1, 1}, {1, 1}, {2, 2, 2, 2}},
+    {{5, 4, 9, 10}, {32, 4, 1, 3}, 1, {1, 2}, {1, 1}, {0, 1, 0, 1}},
+};
+
+int64_t Taps(const ConvGradCase& c) { return c.w[1] * c.w[2] * c.w[3]; }
+
+const std::vector<DType> kAllFloatTypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
+
+void CheckFirstLayerWeightGradient(FewChannelsPath path, const std::vector<DType>& dtypes,
+                                   std::vector<std::vector<double>>* gradients) {
+  const ScopedFewChannelsPath scoped(path);
+  const bool avx2 = path == FewChannelsPath::kAvx2;
+  const int64_t max_taps = avx2 ? kMaxFewChannelsTapsAvx2 : kMaxFewChannelsTaps;
   uint32_t seed = 700;
-  for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {
-    for (const ConvGradCase& c : cases) {
-      const std::vector<int64_t> out = ConvOutDims(c);
+  for (DType dtype : dtypes) {
+    for (const ConvGradCase& c : kFirstLayerGradCases) {
       WindowGeometry g;
       g.in = {c.x[2], c.x[3]};
       g.kernel = {c.w[2], c.w[3]};
-      EXPECT_EQ(TakesFewChannelsConv(dtype, c.x, c.w, 1, true, g), __builtin_cpu_supports("avx512f") != 0);
+      EXPECT_EQ(TakesFewChannelsConv(dtype, c.x, c.w, 1, true, g),
+                Taps(c) <= max_taps && (dtype != DType::kFloat32 || avx2));
       for (const uint32_t x_last : {0u, 2u}) {
         std::vector<Tensor> runs[2];
         for (const int threads : {1, 2}) CheckConvGrad(c, dtype, seed, {1u | x_last, false, threads}, &runs[threads - 1]);
@@ -204,12 +216,47 @@ TEST(ConvGradTest, FirstLayerWeightGradientMatchesDoubleReference) {
         for (size_t i = 1; i < 3; ++i) {
           EXPECT_EQ(std::memcmp(runs[0][i].raw_data(), runs[1][i].raw_data(), runs[0][i].bytes()), 0)
               << DTypeName(dtype) << " X" << ShapeToString(c.x) << " output " << i << ": 1 and 2 threads differ";
+          gradients->push_back(ToDoubles(runs[1][i]));
         }
       }
       seed += 3;
     }
   }
-  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "the loop needs AVX-512: oneDNN's kernels ran";
+}
+
+TEST(ConvGradTest, FirstLayerWeightGradientOnAvx512MatchesDoubleReference) {
+  if (!FewChannelsPathSupported(FewChannelsPath::kAvx512)) GTEST_SKIP() << "this CPU has no AVX-512 (F, BW, VL)";
+  std::vector<std::vector<double>> gradients;
+  CheckFirstLayerWeightGradient(FewChannelsPath::kAvx512, kAllFloatTypes, &gradients);
+}
+
+TEST(ConvGradTest, FirstLayerWeightGradientOnAvx2MatchesDoubleReference) {
+  if (!FewChannelsPathSupported(FewChannelsPath::kAvx2)) GTEST_SKIP() << "this CPU has no AVX2 with FMA and F16C";
+  std::vector<std::vector<double>> gradients;
+  CheckFirstLayerWeightGradient(FewChannelsPath::kAvx2, kAllFloatTypes, &gradients);
+}
+
+// Both paths sum each weight's gradient in the same order, 16 maps to a register or 8:
+// the same bits wherever both take the case (more than 12 weights a map run on oneDNN on
+// AVX2, their numbers then differ).
+TEST(ConvGradTest, FirstLayerWeightGradientGivesTheSameBitsOnAvx2AndAvx512) {
+  if (!FewChannelsPathSupported(FewChannelsPath::kAvx512)) GTEST_SKIP() << "this CPU has no AVX-512 (F, BW, VL)";
+  std::vector<std::vector<double>> gradients[2];
+  // float32 takes the loop on AVX2 only.
+  const std::vector<DType> low = {DType::kFloat16, DType::kBFloat16};
+  CheckFirstLayerWeightGradient(FewChannelsPath::kAvx2, low, &gradients[0]);
+  CheckFirstLayerWeightGradient(FewChannelsPath::kAvx512, low, &gradients[1]);
+  ASSERT_EQ(gradients[0].size(), gradients[1].size());
+  // Per dtype and case: X in two orders, dW and dB of each.
+  constexpr size_t kPerCase = 4;
+  const size_t cases = std::size(kFirstLayerGradCases);
+  size_t compared = 0;
+  for (size_t i = 0; i < gradients[0].size(); ++i) {
+    if (Taps(kFirstLayerGradCases[i / kPerCase % cases]) > kMaxFewChannelsTapsAvx2) continue;
+    EXPECT_EQ(gradients[0][i], gradients[1][i]) << "gradient " << i;
+    ++compared;
+  }
+  EXPECT_EQ(compared, 2 * 3 * kPerCase);
 }
 
 // 3x3 stride-1 gradients of 64 channels take oneDNN's Winograd kernels where it has them

@@ -13,6 +13,7 @@
 
 #include "ops/common/bf16_kernel_choice.h"
 #include "ops/common/few_rows_matmul.h"
+#include "ops/conv/few_channels_conv.h"
 #include "ops/conv/winograd_choice.h"
 #include "runtime/exec/host_heap.h"
 #include "tools/onnx-amp/cli_errors.h"
@@ -22,8 +23,8 @@
 namespace {
 
 // The version, the CPU's kernel choices (bfloat16 products, products of a few rows,
-// Winograd convolutions), and with CUDA compiled in a line with the CUDA runtime,
-// cuBLASLt and cuDNN versions loaded and built against.
+// first-layer convolutions, Winograd convolutions), and with CUDA compiled in a line with
+// the CUDA runtime, cuBLASLt and cuDNN versions loaded and built against.
 std::string VersionText() {
   const std::string cpu = "\nCPU: " + onnx_amp::DescribeBf16Kernels() + "\nCPU: products of at most " +
                           std::to_string(onnx_amp::kFewRowsMax) + " rows: " +
@@ -31,7 +32,7 @@ std::string VersionText() {
                                ? std::string("oneDNN's kernels (no AVX2 with FMA and F16C)")
                                : std::string(onnx_amp::FewRowsPathName(onnx_amp::CurrentFewRowsPath())) +
                                      " kernels streaming the weights once") +
-                          "\nCPU: " + onnx_amp::DescribeWinograd();
+                          "\nCPU: " + onnx_amp::DescribeFewChannelsConv() + "\nCPU: " + onnx_amp::DescribeWinograd();
 #if ONNX_AMP_WITH_CUDA
   return std::string("onnx-amp ") + ONNX_AMP_VERSION + " (CUDA support: compiled in)" + cpu + "\n" +
          onnx_amp::DeviceLibraryVersions();
