@@ -240,20 +240,25 @@ class UsageTest(unittest.TestCase):
         self.assertRegex(lines[0], r"^onnx-amp \d+\.\d+\.\d+ \(CUDA support: %s\)$" % cuda)
         # The CPU's bfloat16 kernel choice (ops/common/bf16_kernel_choice.h).
         self.assertRegex(lines[1], r"^CPU: bfloat16 products \(ONNX_AMP_BF16_KERNELS=(auto|native|float32)\): (native|float32) kernels")
-        # The few-rows kernels (ops/common/few_rows_matmul.h): the widest the CPU's flags allow.
+        # The few-rows kernels (ops/common/few_rows_matmul.h) and the first-layer loops
+        # (ops/conv/few_channels_conv.h): the widest the CPU's flags allow.
         flags = cpu_flags()
         if {"avx512f", "avx512bw", "avx512vl", "avx2", "fma", "f16c"} <= flags:
             path = "avx512 kernels streaming the weights once"
+            first_layers = "avx512 loops for float16 and bfloat16 (up to 27 weights a map), oneDNN's kernels for float32"
         elif {"avx2", "fma", "f16c"} <= flags:
             path = "avx2 kernels streaming the weights once"
+            first_layers = "avx2 loops for float32, float16 and bfloat16 (up to 12 weights a map)"
         else:
             path = "oneDNN's kernels (no AVX2 with FMA and F16C)"
+            first_layers = path
         self.assertEqual(lines[2], "CPU: products of at most 4 rows: " + path)
+        self.assertEqual(lines[3], "CPU: first layers of 1 to 4 channels: " + first_layers)
         # The Winograd convolutions (ops/conv/winograd_choice.h): oneDNN has them on AVX-512.
         winograd = ("oneDNN's Winograd kernels (ONNX_AMP_CONV_WINOGRAD=0 turns them off)"
                     if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags
                     else "direct kernels (oneDNN has no Winograd kernels on this CPU)")
-        self.assertEqual(lines[3], "CPU: 3x3 stride-1 convolutions of 64+ channels: " + winograd)
+        self.assertEqual(lines[4], "CPU: 3x3 stride-1 convolutions of 64+ channels: " + winograd)
         # A value that is neither 0 nor 1 is named, not taken silently.
         bad = run_cli("--version", env=dict(os.environ, ONNX_AMP_CONV_WINOGRAD="off"))
         self.assertEqual(bad.returncode, 0)
@@ -265,10 +270,10 @@ class UsageTest(unittest.TestCase):
         if ARGS.cuda:
             # The libraries loaded, then those the build was compiled against.
             version = r"\d+\.\d+(\.\d+)?"
-            self.assertRegex(lines[4], r"^CUDA runtime (%s|unavailable), cuBLASLt %s, cuDNN %s \(built with CUDA %s, "
+            self.assertRegex(lines[5], r"^CUDA runtime (%s|unavailable), cuBLASLt %s, cuDNN %s \(built with CUDA %s, "
                                        r"cuBLASLt %s, cuDNN %s\)$" % ((version,) * 6))
         else:
-            self.assertEqual(len(lines), 4)
+            self.assertEqual(len(lines), 5)
 
     def test_version_names_a_forced_bfloat16_kernel_choice_and_rejects_others(self):
         env = dict(os.environ, ONNX_AMP_BF16_KERNELS="float32")
