@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "runtime/core/cpu_isa_cap.h"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -80,7 +82,10 @@ __attribute__((target("avx512f,avx512bf16"))) double DotSeconds() {
 
 double MeasureSpeedup() {
   __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bf16")) return 0.0;
+  if (!CpuIsaAllowed(CpuIsa::kAvx512Bf16) || !__builtin_cpu_supports("avx512f") ||
+      !__builtin_cpu_supports("avx512bf16")) {
+    return 0.0;
+  }
   // The fastest of several alternating tries: a try the scheduler interrupted only
   // looks slower, so the minimum of each is its rate on a core of its own.
   double fma = 1e9, dot = 1e9;

@@ -7,6 +7,7 @@
 
 #include "ops/common/onednn_utils.h"
 #include "runtime/core/convert.h"
+#include "runtime/core/cpu_isa_cap.h"
 #include "runtime/exec/thread_pool.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -139,7 +140,7 @@ void ConvertBetween(const dnnl::memory::desc& from, const void* from_data, const
 bool TransposesSupported() {
 #if ONNX_AMP_TRANSPOSE_X86
   __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f");
+  return CpuIsaAllowed(CpuIsa::kAvx512) && __builtin_cpu_supports("avx512f");
 #else
   return false;
 #endif

@@ -1,12 +1,16 @@
 #include "ops/common/onednn_utils.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
+#include <string>
 #include <string_view>
 #include <tuple>
 #include <vector>
 
 #include "ops/common/converting_relayout.h"
+#include "runtime/core/cpu_isa_cap.h"
 #include "runtime/core/scratch_buffer.h"
 #include "runtime/exec/thread_pool.h"
 
@@ -22,8 +26,28 @@ constexpr size_t kMaxPackedPerNode = 8;
 
 }  // namespace
 
+// ONNX_AMP_MAX_CPU_ISA (runtime/core/cpu_isa_cap.h) caps oneDNN's kernels too, unless
+// ONEDNN_MAX_CPU_ISA chose for oneDNN itself. Set before the engine exists, so before
+// oneDNN has generated any kernel (afterwards it refuses).
+void CapOneDnnIsa() {
+  const CpuIsa cap = MaxCpuIsa();
+  if (cap == CpuIsa::kAvx512Bf16 || std::getenv("ONEDNN_MAX_CPU_ISA") != nullptr) return;
+  const dnnl::cpu_isa isa = cap == CpuIsa::kAvx512 ? dnnl::cpu_isa::avx512_core
+                            : cap == CpuIsa::kAvx2  ? dnnl::cpu_isa::avx2
+                                                    : dnnl::cpu_isa::sse41;
+  try {
+    dnnl::set_max_cpu_isa(isa);
+  } catch (const dnnl::error& e) {
+    std::fprintf(stderr, "onnx-amp: oneDNN's kernels are not capped at %s: %s\n", std::string(CpuIsaName(cap)).c_str(),
+                 e.what());
+  }
+}
+
 const dnnl::engine& CpuEngine() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  static const dnnl::engine engine = [] {
+    CapOneDnnIsa();
+    return dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }();
   return engine;
 }
 

@@ -19,6 +19,7 @@
 #include "ops/common/float_compute.h"
 #include "ops/common/relu_bits.h"
 #include "ops/conv/max_pool_rule.h"
+#include "runtime/core/cpu_isa_cap.h"
 #include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {
@@ -64,7 +65,7 @@ ComputeType<T> PoolWindow(const T* x, int64_t in_w, const TapRange& rows, const 
 
 std::atomic<bool>& Pool2x2Avx512Setting() {
 #if defined(__x86_64__)
-  static std::atomic<bool> setting{__builtin_cpu_supports("avx512f") != 0};
+  static std::atomic<bool> setting{CpuIsaAllowed(CpuIsa::kAvx512) && __builtin_cpu_supports("avx512f") != 0};
 #else
   static std::atomic<bool> setting{false};
 #endif

@@ -4,6 +4,7 @@
 // the widest path the CPU supports is chosen once per process.
 #include "runtime/core/convert.h"
 
+#include "runtime/core/cpu_isa_cap.h"
 #include "runtime/core/float16.h"
 #include "runtime/core/status.h"
 
@@ -230,15 +231,16 @@ bool CpuHasF16c() {
 }
 
 // __builtin_cpu_supports also checks that the OS saves the YMM / ZMM state, which
-// the F16C instructions need too.
+// the F16C instructions need too. ONNX_AMP_MAX_CPU_ISA (cpu_isa_cap.h) caps them.
 const CpuFeatures& DetectedCpuFeatures() {
   static const CpuFeatures features = [] {
     __builtin_cpu_init();
     return CpuFeatures{
-        .avx2_f16c = __builtin_cpu_supports("avx2") && CpuHasF16c(),
-        .avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"),
-        .avx512_bf16 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                       __builtin_cpu_supports("avx512bf16"),
+        .avx2_f16c = CpuIsaAllowed(CpuIsa::kAvx2) && __builtin_cpu_supports("avx2") && CpuHasF16c(),
+        .avx512 = CpuIsaAllowed(CpuIsa::kAvx512) && __builtin_cpu_supports("avx512f") &&
+                  __builtin_cpu_supports("avx512bw"),
+        .avx512_bf16 = CpuIsaAllowed(CpuIsa::kAvx512Bf16) && __builtin_cpu_supports("avx512f") &&
+                       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512bf16"),
     };
   }();
   return features;

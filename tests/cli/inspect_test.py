@@ -275,6 +275,31 @@ class UsageTest(unittest.TestCase):
         else:
             self.assertEqual(len(lines), 5)
 
+    def test_version_names_the_instruction_set_cap_and_rejects_unknown_ones(self):
+        # ONNX_AMP_MAX_CPU_ISA (runtime/core/cpu_isa_cap.h) caps our kernels' paths and oneDNN's.
+        def version(value, **extra):
+            result = run_cli("--version", env=dict(os.environ, ONNX_AMP_MAX_CPU_ISA=value, **extra))
+            self.assertEqual(result.returncode, 0)
+            return result
+        baseline = version("baseline").stdout
+        self.assertIn("CPU: products of at most 4 rows: oneDNN's kernels (no AVX2 with FMA and F16C)", baseline)
+        self.assertIn("CPU: first layers of 1 to 4 channels: oneDNN's kernels (no AVX2 with FMA and F16C)", baseline)
+        self.assertIn("(no AVX512_BF16)", baseline)
+        self.assertIn("CPU: 3x3 stride-1 convolutions of 64+ channels: direct kernels", baseline)
+        self.assertIn("CPU: ONNX_AMP_MAX_CPU_ISA=baseline: our kernels capped at baseline, oneDNN's at baseline too",
+                      baseline)
+        if {"avx2", "fma", "f16c"} <= cpu_flags():
+            avx2 = version("AVX2").stdout
+            self.assertIn("CPU: products of at most 4 rows: avx2 kernels streaming the weights once", avx2)
+            self.assertIn("CPU: first layers of 1 to 4 channels: avx2 loops", avx2)
+            self.assertIn("CPU: ONNX_AMP_MAX_CPU_ISA=avx2: our kernels capped at avx2, oneDNN's at avx2 too", avx2)
+        own = version("avx2", ONEDNN_MAX_CPU_ISA="AVX512_CORE").stdout
+        self.assertIn("oneDNN's by ONEDNN_MAX_CPU_ISA=AVX512_CORE", own)
+        bad = version("avx9")
+        self.assertIn("onnx-amp: ONNX_AMP_MAX_CPU_ISA='avx9' is not avx512_bf16, avx512, avx2 or baseline; no cap",
+                      bad.stderr)
+        self.assertNotIn("ONNX_AMP_MAX_CPU_ISA=", bad.stdout)
+
     def test_version_names_a_forced_bfloat16_kernel_choice_and_rejects_others(self):
         env = dict(os.environ, ONNX_AMP_BF16_KERNELS="float32")
         result = run_cli("--version", env=env)

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string>
 
@@ -15,12 +16,23 @@
 #include "ops/common/few_rows_matmul.h"
 #include "ops/conv/few_channels_conv.h"
 #include "ops/conv/winograd_choice.h"
+#include "runtime/core/cpu_isa_cap.h"
 #include "runtime/exec/host_heap.h"
 #include "tools/onnx-amp/cli_errors.h"
 #include "tools/onnx-amp/command.h"
 #include "tools/onnx-amp/device_flag.h"
 
 namespace {
+
+// A line naming ONNX_AMP_MAX_CPU_ISA when it caps the instruction sets.
+std::string IsaCapText() {
+  const onnx_amp::CpuIsa cap = onnx_amp::MaxCpuIsa();
+  if (cap == onnx_amp::CpuIsa::kAvx512Bf16) return "";
+  const std::string name(onnx_amp::CpuIsaName(cap));
+  const char* onednn = std::getenv("ONEDNN_MAX_CPU_ISA");
+  return "\nCPU: ONNX_AMP_MAX_CPU_ISA=" + name + ": our kernels capped at " + name + ", oneDNN's " +
+         (onednn != nullptr ? "by ONEDNN_MAX_CPU_ISA=" + std::string(onednn) : "at " + name + " too");
+}
 
 // The version, the CPU's kernel choices (bfloat16 products, products of a few rows,
 // first-layer convolutions, Winograd convolutions), and with CUDA compiled in a line with
@@ -32,7 +44,8 @@ std::string VersionText() {
                                ? std::string("oneDNN's kernels (no AVX2 with FMA and F16C)")
                                : std::string(onnx_amp::FewRowsPathName(onnx_amp::CurrentFewRowsPath())) +
                                      " kernels streaming the weights once") +
-                          "\nCPU: " + onnx_amp::DescribeFewChannelsConv() + "\nCPU: " + onnx_amp::DescribeWinograd();
+                          "\nCPU: " + onnx_amp::DescribeFewChannelsConv() + "\nCPU: " + onnx_amp::DescribeWinograd() +
+                          IsaCapText();
 #if ONNX_AMP_WITH_CUDA
   return std::string("onnx-amp ") + ONNX_AMP_VERSION + " (CUDA support: compiled in)" + cpu + "\n" +
          onnx_amp::DeviceLibraryVersions();
