@@ -148,12 +148,20 @@ def inference_checks(rows, machine):
     return lines
 
 
+def cap_line(result):
+    cap = result.get("max_cpu_isa")
+    if cap is None:
+        return []
+    return [f"Instruction sets capped at {cap} (--max-cpu-isa): onnx-amp with its oneDNN, PyTorch's own kernels and "
+            "OpenBLAS; not PyTorch's oneDNN (bfloat16 autocast) nor ONNX Runtime (no such switch)"]
+
+
 def render(result):
     machine = result["machine"]
     lines = [f"CPU: {machine['cpu']}, {machine['cores']} cores, AVX512_BF16 {'yes' if machine['avx512_bf16'] else 'no'}, "
              f"AVX512_FP16 {'yes' if machine['avx512_fp16'] else 'no'}; {result['threads']} threads; "
              f"load average at start {machine['load_average'][0]:.2f}, at end {os.getloadavg()[0]:.2f}",
-             f"command: {result['command']}"] + peak_line(result) + [""]
+             f"command: {result['command']}"] + cap_line(result) + peak_line(result) + [""]
     checks = []
     if "training" in result:
         peak = result.get("peak_gflops") or {}

@@ -38,6 +38,29 @@ OPENBLAS_PINS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 # OpenBLAS 0.3.21 does for Intel Xeons newer than it when PyTorch loads it.
 OPENBLAS_CORES_BY_FLAG = (("avx512_bf16", "Cooperlake"), ("avx512f", "SkylakeX"), ("avx2", "Haswell"))
 OPENBLAS_VECTOR_CORES = {"Cooperlake", "SkylakeX", "SapphireRapids", "Haswell", "Zen"}
+# --max-cpu-isa: what holds each side's processes to that instruction set, so that an
+# AVX-512 machine measures what an AVX2 one would. Ours (and gemm_rate) through
+# ONNX_AMP_MAX_CPU_ISA and oneDNN's own variable; PyTorch through ATEN_CPU_CAPABILITY and
+# OpenBLAS's core (its float32 GEMMs). PyTorch's bfloat16 autocast runs on oneDNN, which
+# held to AVX2 refuses bfloat16 where PyTorch would fall back on a real AVX2 CPU, so
+# oneDNN stays uncapped in PyTorch. ONNX Runtime has no such switch: its rows stay on the
+# CPU's widest kernels, and the table says so.
+ISA_CAPS = {
+    "avx2": {"ours": {"ONNX_AMP_MAX_CPU_ISA": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"},
+             "pytorch": {"ATEN_CPU_CAPABILITY": "avx2", "OPENBLAS_CORETYPE": "Haswell"}},
+    "avx512": {"ours": {"ONNX_AMP_MAX_CPU_ISA": "avx512", "ONEDNN_MAX_CPU_ISA": "AVX512_CORE"},
+               "pytorch": {"ATEN_CPU_CAPABILITY": "avx512", "OPENBLAS_CORETYPE": "SkylakeX"}},
+}
+MAX_CPU_ISA = None  # set from --max-cpu-isa
+
+
+def capped_env(side, env=None):
+    """`env` (default: this process's) for a process of `side` ("ours" or "pytorch"), with
+    --max-cpu-isa's variables."""
+    env = dict(os.environ if env is None else env)
+    if MAX_CPU_ISA is not None:
+        env.update(ISA_CAPS[MAX_CPU_ISA][side])
+    return env
 
 
 def mlp_training_shapes(batch, units, features=784, classes=10):
@@ -62,17 +85,23 @@ def gemm_rate(tools, dtype, shapes, threads):
     command = [str(tools["gemm_rate"]), "--dtype", dtype, "--reps", "5"]
     for shape in shapes:
         command += ["--shape", shape]
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    env = capped_env("ours", dict(os.environ, OMP_NUM_THREADS=str(threads)))
     out = subprocess.run(command, check=True, capture_output=True, text=True, env=env).stdout
     rows = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     return sum(row["median_ms"] for row in rows), rows
+
+
+def gemm_dtypes():
+    """oneDNN's GEMM rows: float32 and bfloat16, float32 alone under --max-cpu-isa (oneDNN
+    held below AVX512_BF16 may refuse bfloat16 matmuls)."""
+    return ("f32",) if MAX_CPU_ISA is not None else ("f32", "bf16")
 
 
 def peak_rates(tools, threads):
     """The CPU's peak GFLOP/s on `threads` threads: {"f32_fma": .., "bf16_dot": ..} (the latter
     only where the CPU has AVX512_BF16)."""
     command = [str(tools["gemm_rate"]), "--peak", "--threads", str(threads)]
-    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    out = subprocess.run(command, check=True, capture_output=True, text=True, env=capped_env("ours")).stdout
     return {row["peak"]: row["gflops"] for row in map(json.loads, out.splitlines()) if row.get("gflops")}
 
 
@@ -96,7 +125,7 @@ def train_ours(tools, case, policy, args):
         command = [str(tools["onnx-amp"]), "train", str(case["model"]), "--data", str(case["data"]),
                    "--policy", policy, "--optimizer", "rmsprop", "--batch-size", str(case["batch"]),
                    "--max-steps", str(case["steps"]), "--metrics", str(metrics), "--threads", str(args.threads)]
-        _, rss = run_measured(command)
+        _, rss = run_measured(command, capped_env("ours"))
         steps = [json.loads(line) for line in metrics.read_text().splitlines()]
     times = [s["step_ms"] for s in steps if "step_ms" in s]
     return times[args.warmup:], rss, {}
@@ -135,7 +164,7 @@ def train_torch(case, precision, args):
     command = [sys.executable, str(HERE / "torch_train.py"), "--model", case["kind"], "--batch", str(case["batch"]),
                "--steps", str(case["steps"]), "--precision", precision, "--threads", str(args.threads)]
     env, note = torch_float32_env() if precision == "float32" else (dict(os.environ), {})
-    out, rss = run_measured(command, env)
+    out, rss = run_measured(command, capped_env("pytorch", env))
     lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
     times = [line["step_ms"] for line in lines if "step_ms" in line]
     return times[args.warmup:], rss, dict(lines[0], **note)
@@ -167,7 +196,7 @@ def training_rows(tools, cases, args):
                          "min_ms": min(samples[config]), "steps": len(samples[config]),
                          "peak_rss_mib": rss[config], "gflop": case.get("gflop"), "info": info})
         if case.get("gemm_shapes"):
-            for dtype in ("f32", "bf16"):
+            for dtype in gemm_dtypes():
                 total, detail = gemm_rate(tools, dtype, case["gemm_shapes"], args.threads)
                 rows.append({"model": case["name"], "batch": case["batch"], "runtime": "oneDNN GEMMs",
                              "precision": dtype, "median_ms": total, "gflop": case["gflop"], "detail": detail})
@@ -210,8 +239,9 @@ def inference_rows(tools, models, args):
             progress(f"infer {model['name']} batch {batch}: starting {len(workers)} workers")
             started = {}
             for key, command in workers.items():
+                env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
                 started[key] = Worker(command + ["--batch", str(batch), "--threads", str(args.threads)],
-                                      env=dict(os.environ, OMP_NUM_THREADS=str(args.threads)))
+                                      env=capped_env("ours", env) if key[0] == "onnx-amp" else env)
             samples = {key: [] for key in started}
             for _ in range(args.runs):
                 for key, worker in started.items():
@@ -228,7 +258,7 @@ def inference_rows(tools, models, args):
                              "median_ms": statistics.median(times), "min_ms": min(times), "runs": len(times),
                              "gflop": gflop})
             if model.get("gemm_shapes"):
-                for dtype in ("f32", "bf16"):
+                for dtype in gemm_dtypes():
                     total, detail = gemm_rate(tools, dtype, model["gemm_shapes"](batch), args.threads)
                     rows.append({"model": model["name"], "batch": batch, "runtime": "oneDNN GEMMs",
                                  "precision": dtype, "median_ms": total, "gflop": gflop, "detail": detail})
@@ -265,7 +295,11 @@ def main(argv=None):
     parser.add_argument("--train-cases", nargs="+", default=["mlp:1024", "mlp:8192", "cnn:256"],
                         help="model:batch pairs (model mlp or cnn)")
     parser.add_argument("--infer-models", nargs="+", default=["mlp_u4096", "cnn", "resnet_block", "resnet18"])
+    parser.add_argument("--max-cpu-isa", choices=sorted(ISA_CAPS),
+                        help="hold onnx-amp, oneDNN and PyTorch to this instruction set (ONNX Runtime cannot be)")
     args = parser.parse_args(argv)
+    global MAX_CPU_ISA
+    MAX_CPU_ISA = args.max_cpu_isa
 
     tools = {name: args.bin / name for name in ("onnx-amp", "cpu_bench_infer", "gemm_rate")}
     out = args.out
@@ -274,7 +308,10 @@ def main(argv=None):
     repo = HERE.parent
     result = {"machine": bench_report.machine_summary(), "threads": args.threads, "python": platform.python_version(),
               "command": " ".join([sys.argv[0]] + (argv if argv is not None else sys.argv[1:])),
-              "peak_gflops": peak_rates(tools, args.threads)}
+              "peak_gflops": peak_rates(tools, args.threads), "max_cpu_isa": args.max_cpu_isa}
+    if args.max_cpu_isa is not None:
+        # The checks treat the CPU as one without what the cap hides.
+        result["machine"].update(avx512_bf16=False, avx512_fp16=False)
     if args.only != "infer":
         cases = []
         for entry in args.train_cases:

@@ -24,6 +24,8 @@
 #include <CLI/CLI.hpp>
 #include <dnnl.hpp>
 
+#include "runtime/core/cpu_isa_cap.h"
+
 namespace {
 
 using dt = dnnl::memory::data_type;
@@ -137,8 +139,10 @@ double PeakGflops(float (*loop)(), int threads, double flops) {
 
 void PrintPeaks(int threads) {
   __builtin_cpu_init();
-  const bool avx512 = __builtin_cpu_supports("avx512f");
-  if (!avx512 && !(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))) {
+  // ONNX_AMP_MAX_CPU_ISA holds the loops to what the runtime may use.
+  const bool avx512 = onnx_amp::CpuIsaAllowed(onnx_amp::CpuIsa::kAvx512) && __builtin_cpu_supports("avx512f");
+  const bool avx2 = onnx_amp::CpuIsaAllowed(onnx_amp::CpuIsa::kAvx2) && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (!avx512 && !avx2) {
     std::printf("{\"peak\": \"f32_fma\", \"isa\": \"none\", \"gflops\": null}\n");
     return;
   }
@@ -146,7 +150,7 @@ void PrintPeaks(int threads) {
   const double fma = avx512 ? PeakGflops(FmaLoopAvx512, threads, 32) : PeakGflops(FmaLoopAvx2, threads, 16);
   std::printf("{\"peak\": \"f32_fma\", \"isa\": \"%s\", \"threads\": %d, \"gflops\": %.1f}\n",
               avx512 ? "avx512" : "avx2", threads, fma);
-  if (__builtin_cpu_supports("avx512bf16")) {
+  if (onnx_amp::CpuIsaAllowed(onnx_amp::CpuIsa::kAvx512Bf16) && __builtin_cpu_supports("avx512bf16")) {
     // VDPBF16PS: 32 bfloat16 products summed in pairs into 16 float32 lanes, 64 flops.
     std::printf("{\"peak\": \"bf16_dot\", \"isa\": \"avx512_bf16\", \"threads\": %d, \"gflops\": %.1f}\n",
                 threads, PeakGflops(DotLoopBf16, threads, 64));

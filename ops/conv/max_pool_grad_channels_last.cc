@@ -12,6 +12,7 @@
 #endif
 #include "ops/conv/pool_2d.h"
 #include "ops/conv/max_pool_rule.h"
+#include "runtime/core/cpu_isa_cap.h"
 #include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {
@@ -35,12 +36,13 @@ const float* ChannelsLastImage(const Tensor& dy, bool channels_last, int64_t n, 
 // max picks, by the NCHW tile kernel's pair maxima (which of each row's pair wins, then
 // whether the bottom pair's winner beats the top's: the first maximum in row-major
 // order), times the Relu's slope there with `relu_slope`; the other taps get zeros.
-__attribute__((target_clones("avx2", "default"))) void MaxPool2x2GradRowPortable(
-    const float* __restrict top, const float* __restrict bottom, const float* __restrict dy, int64_t out_w,
-    int64_t channels, bool relu_slope, float* __restrict dx_top, float* __restrict dx_bottom) {
+// Channels from `first_channel` on (the ones an AVX2 loop left).
+void MaxPool2x2GradRowPortable(const float* __restrict top, const float* __restrict bottom,
+                               const float* __restrict dy, int64_t out_w, int64_t channels, bool relu_slope,
+                               float* __restrict dx_top, float* __restrict dx_bottom, int64_t first_channel = 0) {
   for (int64_t ow = 0; ow < out_w; ++ow) {
     const int64_t left = 2 * ow * channels, right = left + channels;
-    for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t c = first_channel; c < channels; ++c) {
       const float a = top[left + c], b = top[right + c], d0 = bottom[left + c], d1 = bottom[right + c];
       const bool right_top = Takes(b, a), right_bottom = Takes(d1, d0);
       const float top_max = right_top ? b : a, bottom_max = right_bottom ? d1 : d0;
@@ -120,6 +122,50 @@ void MaxPool2x2GradImageLowAvx512(const Tensor& x, const Tensor& dy, int64_t n, 
     if (out == rows) StoreFloat32Block(rows, offset, 2 * row, dx);
   }
 }
+
+// Whether each lane of `value` takes the window over `result` (Takes), as a lane mask.
+__attribute__((target("avx2"))) inline __m256 Takes8(__m256 value, __m256 result) {
+  return _mm256_or_ps(_mm256_cmp_ps(value, result, _CMP_GT_OQ),
+                      _mm256_and_ps(_mm256_cmp_ps(value, value, _CMP_UNORD_Q), _mm256_cmp_ps(result, result, _CMP_ORD_Q)));
+}
+
+// The AVX-512 row kernel's work 8 channels at a time on float32 (the compiler leaves the
+// portable loop scalar: 8x slower on the bundled CNN's pools), the last channels short of
+// 8 on the portable loop. A lane a mask clears is +0, as the masked moves leave it.
+__attribute__((target("avx2"))) void MaxPool2x2GradRowAvx2(const float* top, const float* bottom, const float* dy,
+                                                         int64_t out_w, int64_t channels, bool relu_slope,
+                                                         float* dx_top, float* dx_bottom) {
+  const int64_t vector_channels = channels / 8 * 8;
+  for (int64_t ow = 0; ow < out_w; ++ow) {
+    const int64_t left = 2 * ow * channels, right = left + channels;
+    for (int64_t c = 0; c < vector_channels; c += 8) {
+      const __m256 a = _mm256_loadu_ps(top + left + c), b = _mm256_loadu_ps(top + right + c);
+      const __m256 d0 = _mm256_loadu_ps(bottom + left + c), d1 = _mm256_loadu_ps(bottom + right + c);
+      __m256 g = _mm256_loadu_ps(dy + ow * channels + c);
+      const __m256 right_top = Takes8(b, a), right_bottom = Takes8(d1, d0);
+      const __m256 top_max = _mm256_blendv_ps(a, b, right_top), bottom_max = _mm256_blendv_ps(d0, d1, right_bottom);
+      const __m256 lower = Takes8(bottom_max, top_max);
+      if (relu_slope) {
+        // ReluSlope as a multiply by 1 or 0, so that g * 0 keeps its sign and NaN as ReluGrad's does.
+        const __m256 chosen = _mm256_blendv_ps(top_max, bottom_max, lower);
+        const __m256 positive = _mm256_cmp_ps(chosen, _mm256_setzero_ps(), _CMP_GT_OQ);
+        g = _mm256_mul_ps(g, _mm256_and_ps(positive, _mm256_set1_ps(1.0f)));
+      }
+      _mm256_storeu_ps(dx_top + left + c, _mm256_andnot_ps(_mm256_or_ps(lower, right_top), g));
+      _mm256_storeu_ps(dx_top + right + c, _mm256_andnot_ps(lower, _mm256_and_ps(right_top, g)));
+      _mm256_storeu_ps(dx_bottom + left + c, _mm256_and_ps(lower, _mm256_andnot_ps(right_bottom, g)));
+      _mm256_storeu_ps(dx_bottom + right + c, _mm256_and_ps(lower, _mm256_and_ps(right_bottom, g)));
+    }
+  }
+  if (vector_channels < channels) {
+    MaxPool2x2GradRowPortable(top, bottom, dy, out_w, channels, relu_slope, dx_top, dx_bottom, vector_channels);
+  }
+}
+
+bool CpuRunsAvx2() {
+  __builtin_cpu_init();
+  return CpuIsaAllowed(CpuIsa::kAvx2) && __builtin_cpu_supports("avx2");
+}
 #endif
 
 void MaxPool2x2GradRow(const float* top, const float* bottom, const float* dy, int64_t out_w, int64_t channels,
@@ -128,6 +174,8 @@ void MaxPool2x2GradRow(const float* top, const float* bottom, const float* dy, i
   if (Pool2x2UsesAvx512()) {
     return MaxPool2x2GradRowAvx512<DType::kFloat32>(top, bottom, dy, out_w, channels, relu_slope, dx_top, dx_bottom);
   }
+  static const bool avx2 = CpuRunsAvx2();
+  if (avx2) return MaxPool2x2GradRowAvx2(top, bottom, dy, out_w, channels, relu_slope, dx_top, dx_bottom);
 #endif
   MaxPool2x2GradRowPortable(top, bottom, dy, out_w, channels, relu_slope, dx_top, dx_bottom);
 }
