@@ -4,6 +4,8 @@
 // the widest path the CPU supports is chosen once per process.
 #include "runtime/core/convert.h"
 
+#include <cstring>
+
 #include "runtime/core/cpu_isa_cap.h"
 #include "runtime/core/float16.h"
 #include "runtime/core/status.h"
@@ -62,17 +64,26 @@ constexpr ConvertFunctions kScalarFunctions = {FloatToHalfScalar, HalfToFloatSca
 #define ONNX_AMP_TARGET_AVX2 __attribute__((target("avx2,f16c")))
 #define ONNX_AMP_TARGET_AVX512 __attribute__((target("avx512f,avx512bw")))
 
-// ---- AVX2 + F16C: 8 lanes, scalar tail (AVX2 has no 16-bit masked store). ----
+// ---- AVX2 + F16C: 8 lanes. AVX2 has no 16-bit masked store, so float16's last values
+// (fewer than 8) go through one vector by way of a buffer of 8: its scalar conversion
+// branches on every value, and rows of 14 pixels left 6 of each 14 to it. bfloat16's
+// scalar tail is a shift and a rounding add. ----
 
 // vcvtps2ph with an immediate rounding mode ignores MXCSR (rounding, DAZ, FTZ) and
 // quiets NaNs keeping the top payload bits, exactly as FloatToHalfBits does.
+ONNX_AMP_TARGET_AVX2 __m128i FloatToHalf8(__m256 values) { return _mm256_cvtps_ph(values, _MM_FROUND_TO_NEAREST_INT); }
+
 ONNX_AMP_TARGET_AVX2 void FloatToHalfAvx2(const float* src, uint16_t* dst, size_t count) {
   size_t i = 0;
   for (; i + 8 <= count; i += 8) {
-    const __m128i half = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), half);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), FloatToHalf8(_mm256_loadu_ps(src + i)));
   }
-  FloatToHalfScalar(src + i, dst + i, count - i);
+  if (i == count) return;
+  float wide[8] = {};
+  uint16_t narrow[8];
+  std::memcpy(wide, src + i, (count - i) * sizeof(float));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(narrow), FloatToHalf8(_mm256_loadu_ps(wide)));
+  std::memcpy(dst + i, narrow, (count - i) * sizeof(uint16_t));
 }
 
 ONNX_AMP_TARGET_AVX2 void HalfToFloatAvx2(const uint16_t* src, float* dst, size_t count) {
@@ -81,7 +92,12 @@ ONNX_AMP_TARGET_AVX2 void HalfToFloatAvx2(const uint16_t* src, float* dst, size_
     const __m128i half = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
     _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(half));
   }
-  HalfToFloatScalar(src + i, dst + i, count - i);
+  if (i == count) return;
+  uint16_t narrow[8] = {};
+  float wide[8];
+  std::memcpy(narrow, src + i, (count - i) * sizeof(uint16_t));
+  _mm256_storeu_ps(wide, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(narrow))));
+  std::memcpy(dst + i, wide, (count - i) * sizeof(float));
 }
 
 // Round-to-nearest-even on the float bits (add 0x7FFF plus the kept lsb), NaN lanes
