@@ -12,7 +12,6 @@
 #endif
 #include "ops/conv/pool_2d.h"
 #include "ops/conv/max_pool_rule.h"
-#include "runtime/core/cpu_isa_cap.h"
 #include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {
@@ -123,12 +122,6 @@ void MaxPool2x2GradImageLowAvx512(const Tensor& x, const Tensor& dy, int64_t n, 
   }
 }
 
-// Whether each lane of `value` takes the window over `result` (Takes), as a lane mask.
-__attribute__((target("avx2"))) inline __m256 Takes8(__m256 value, __m256 result) {
-  return _mm256_or_ps(_mm256_cmp_ps(value, result, _CMP_GT_OQ),
-                      _mm256_and_ps(_mm256_cmp_ps(value, value, _CMP_UNORD_Q), _mm256_cmp_ps(result, result, _CMP_ORD_Q)));
-}
-
 // The AVX-512 row kernel's work 8 channels at a time on float32 (the compiler leaves the
 // portable loop scalar: 8x slower on the bundled CNN's pools), the last channels short of
 // 8 on the portable loop. A lane a mask clears is +0, as the masked moves leave it.
@@ -161,11 +154,6 @@ __attribute__((target("avx2"))) void MaxPool2x2GradRowAvx2(const float* top, con
     MaxPool2x2GradRowPortable(top, bottom, dy, out_w, channels, relu_slope, dx_top, dx_bottom, vector_channels);
   }
 }
-
-bool CpuRunsAvx2() {
-  __builtin_cpu_init();
-  return CpuIsaAllowed(CpuIsa::kAvx2) && __builtin_cpu_supports("avx2");
-}
 #endif
 
 void MaxPool2x2GradRow(const float* top, const float* bottom, const float* dy, int64_t out_w, int64_t channels,
@@ -174,8 +162,7 @@ void MaxPool2x2GradRow(const float* top, const float* bottom, const float* dy, i
   if (Pool2x2UsesAvx512()) {
     return MaxPool2x2GradRowAvx512<DType::kFloat32>(top, bottom, dy, out_w, channels, relu_slope, dx_top, dx_bottom);
   }
-  static const bool avx2 = CpuRunsAvx2();
-  if (avx2) return MaxPool2x2GradRowAvx2(top, bottom, dy, out_w, channels, relu_slope, dx_top, dx_bottom);
+  if (PoolsRunAvx2()) return MaxPool2x2GradRowAvx2(top, bottom, dy, out_w, channels, relu_slope, dx_top, dx_bottom);
 #endif
   MaxPool2x2GradRowPortable(top, bottom, dy, out_w, channels, relu_slope, dx_top, dx_bottom);
 }

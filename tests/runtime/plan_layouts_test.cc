@@ -160,23 +160,27 @@ onnx::ModelProto ConvPoolChainWithoutSide() {
 
 // x[2,20,8,8] -> Conv 1x1 (bias -1, so that whole windows come out negative) -> Relu ->
 // MaxPool 2x2 -> y: the Relu decides many of the pool's outputs, on its 2x2 kernels.
+// Channels of the Relu moved into a pool: whole blocks of 8 (the AVX2 tile kernel) and a
+// part block of 16 (the AVX-512 one's masked tail).
+constexpr int64_t kPoolChannels = 24;
+
 onnx::ModelProto NegativeConvReluPool() {
   std::mt19937_64 rng(13);
   onnx::GraphProto graph;
   graph.set_name("negative_conv_relu_pool");
-  *graph.add_input() = TensorValue("x", DType::kFloat32, {kBatch, kMid, 8, 8});
-  RandomFloatInitializer(graph, "w", {kMid, kMid, 1, 1}, rng, 0.3f);
+  *graph.add_input() = TensorValue("x", DType::kFloat32, {kBatch, kPoolChannels, 8, 8});
+  RandomFloatInitializer(graph, "w", {kPoolChannels, kPoolChannels, 1, 1}, rng, 0.3f);
   onnx::TensorProto* bias = graph.add_initializer();
   bias->set_name("b");
   bias->set_data_type(onnx::TensorProto::FLOAT);
-  bias->add_dims(kMid);
-  for (int64_t c = 0; c < kMid; ++c) bias->add_float_data(-1.0f);
+  bias->add_dims(kPoolChannels);
+  for (int64_t c = 0; c < kPoolChannels; ++c) bias->add_float_data(-1.0f);
   AddNode(graph, "Conv", {"x", "w", "b"}, {"c"}, "conv");
   AddNode(graph, "Relu", {"c"}, {"r"}, "relu");
   onnx::NodeProto* pool = AddNode(graph, "MaxPool", {"r"}, {"y"}, "pool");
   SetIntsAttr(*pool, "kernel_shape", {2, 2});
   SetIntsAttr(*pool, "strides", {2, 2});
-  *graph.add_output() = TensorValue("y", DType::kFloat32, {kBatch, kMid, 4, 4});
+  *graph.add_output() = TensorValue("y", DType::kFloat32, {kBatch, kPoolChannels, 4, 4});
   return ModelOf(graph);
 }
 
@@ -188,10 +192,11 @@ TEST(ChannelsLastTest, AReluOnlyAMaxPoolReadsMovesIntoThePool) {
   EXPECT_EQ(RunModel(ConvPoolChain(), feeds, false).steps.count("Relu+MaxPool"), 0u) << "NCHW plans move nothing";
   const Outcome alone = RunModel(ConvPoolChainWithoutSide(), feeds, true);
   EXPECT_EQ(alone.steps, (std::set<std::string>{"Conv", "Relu+MaxPool", "Conv+Add", "Flatten"}));
-  // The same bits as the NCHW plan, on the AVX-512 2x2 kernel and on the portable loops.
+  // The same bits as the NCHW plan, on the AVX-512 2x2 kernel and on the others (AVX2 or
+  // portable loops).
   std::mt19937_64 rng(17);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  Tensor x = Tensor::Empty(DType::kFloat32, {kBatch, kMid, 8, 8});
+  Tensor x = Tensor::Empty(DType::kFloat32, {kBatch, kPoolChannels, 8, 8});
   for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = i % 89 == 3 ? -0.0f : uniform(rng);
   x.data<float>()[7] = std::numeric_limits<float>::quiet_NaN();
   for (const bool avx512 : {true, false}) {
