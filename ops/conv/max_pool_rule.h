@@ -17,6 +17,8 @@ namespace onnx_amp {
 // Whether `value` takes the window over the max so far, `result`.
 inline bool Takes(float value, float result) { return (value > result) | (std::isnan(value) & !std::isnan(result)); }
 
+inline float TakeMax(float value, float result) { return Takes(value, result) ? value : result; }
+
 #if defined(__x86_64__)
 
 // Whether each lane of `value` takes the window over `result`.

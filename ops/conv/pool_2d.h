@@ -15,6 +15,9 @@
 
 namespace onnx_amp {
 
+// Outputs per parallel chunk of the pools: waking a thread for less costs more than it saves.
+inline constexpr int64_t kPoolOutputsPerChunk = int64_t{1} << 14;
+
 // Whether Pool2d takes this window (rank 2, every dilation 1).
 bool Pool2dApplies(const WindowGeometry& g);
 
