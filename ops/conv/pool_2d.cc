@@ -11,7 +11,7 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#include "ops/common/widen_avx512.h"
+#include "ops/common/widen_avx512.h"  // for its pragmas: GCC 12's false intrinsics warnings
 #endif
 
 #include "ops/common/elementwise_math.h"
