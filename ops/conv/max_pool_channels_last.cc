@@ -152,10 +152,11 @@ __attribute__((target("avx2,f16c"))) void MaxPool2x2RowChannelsLastLowAvx2(const
   }
 }
 
-// MaxPool2dChannelsLast of float16/bfloat16 X in 2x2 tiles of whole 8-channel blocks
-// into channels-last Y on AVX2, read and written in place one output row at a time.
-void MaxPool2x2ChannelsLastLowAvx2(ThreadPool& threads, const Tensor& x, const WindowGeometry& g, int64_t grain,
-                                   Tensor& y) {
+// MaxPool2dChannelsLast of float16/bfloat16 X in 2x2 tiles of whole 8-channel blocks on
+// AVX2, read in place one output row at a time; the pooled bits go to Y as they are
+// (channels-last) or to each channel's row (NCHW), moved as bits, not converted.
+void MaxPool2x2ChannelsLastLowAvx2(ThreadPool& threads, const Tensor& x, const WindowGeometry& g,
+                                   bool y_channels_last, int64_t grain, Tensor& y) {
   const int64_t channels = x.dim(1), out_h = g.out[0], out_w = g.out[1];
   const int64_t row_size = g.in[1] * channels, out_row_size = out_w * channels;
   const auto kernel = x.dtype() == DType::kFloat16 ? MaxPool2x2RowChannelsLastLowAvx2<DType::kFloat16>
@@ -163,9 +164,17 @@ void MaxPool2x2ChannelsLastLowAvx2(ThreadPool& threads, const Tensor& x, const W
   const uint16_t* x_bits = static_cast<const uint16_t*>(x.raw_data());
   uint16_t* y_bits = static_cast<uint16_t*>(y.raw_data());
   threads.ParallelFor(x.dim(0) * out_h, grain, [&](int64_t begin, int64_t end) {
+    std::vector<uint16_t> pooled(y_channels_last ? 0 : static_cast<size_t>(out_row_size));
     for (int64_t row = begin; row < end; ++row) {
-      const uint16_t* top = x_bits + (row / out_h * g.in[0] + 2 * (row % out_h)) * row_size;
-      kernel(top, top + row_size, out_w, channels, y_bits + row * out_row_size);
+      const int64_t image = row / out_h, oh = row % out_h;
+      const uint16_t* top = x_bits + (image * g.in[0] + 2 * oh) * row_size;
+      uint16_t* out = y_channels_last ? y_bits + row * out_row_size : pooled.data();
+      kernel(top, top + row_size, out_w, channels, out);
+      if (y_channels_last) continue;
+      for (int64_t c = 0; c < channels; ++c) {
+        uint16_t* to = y_bits + ((image * channels + c) * out_h + oh) * out_w;
+        for (int64_t ow = 0; ow < out_w; ++ow) to[ow] = out[ow * channels + c];
+      }
     }
   });
 }
@@ -245,8 +254,8 @@ Status MaxPool2dChannelsLast(KernelContext& context, const Tensor& x, const Wind
     MaxPool2x2ChannelsLastLowAvx512(context.threads(), x, g, y_channels_last, grain, y);
     return Status::Ok();
   }
-  if (tiles == TileKernels::kAvx2 && IsLowPrecision(x.dtype()) && y_channels_last) {
-    MaxPool2x2ChannelsLastLowAvx2(context.threads(), x, g, grain, y);
+  if (tiles == TileKernels::kAvx2 && IsLowPrecision(x.dtype())) {
+    MaxPool2x2ChannelsLastLowAvx2(context.threads(), x, g, y_channels_last, grain, y);
     return Status::Ok();
   }
 #endif
