@@ -43,6 +43,16 @@ void CapOneDnnIsa() {
   }
 }
 
+bool OneDnnRunsAvx512() {
+  static const bool avx512 = [] {
+    CpuEngine();  // so that a cap is set before oneDNN reads the CPU
+    const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+    const auto core = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
+    return (isa & core) == core;  // the values are nested bit sets, not an order
+  }();
+  return avx512;
+}
+
 const dnnl::engine& CpuEngine() {
   static const dnnl::engine engine = [] {
     CapOneDnnIsa();

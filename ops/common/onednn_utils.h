@@ -24,6 +24,10 @@
 namespace onnx_amp::dnn {
 
 const dnnl::engine& CpuEngine();
+// Whether oneDNN runs its AVX-512 kernels here (the CPU has them and no cap holds it below;
+// runtime/core/cpu_isa_cap.h): its matmuls are then brgemm ones, which read A in place,
+// where its AVX2 ones pack A again on every call.
+bool OneDnnRunsAvx512();
 // oneDNN streams are not thread-safe; each calling thread gets its own.
 dnnl::stream& ThreadStream();
 
