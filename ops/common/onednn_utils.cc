@@ -26,6 +26,8 @@ constexpr size_t kMaxPackedPerNode = 8;
 
 }  // namespace
 
+namespace {
+
 // ONNX_AMP_MAX_CPU_ISA (runtime/core/cpu_isa_cap.h) caps oneDNN's kernels too, unless
 // ONEDNN_MAX_CPU_ISA chose for oneDNN itself. Set before the engine exists, so before
 // oneDNN has generated any kernel (afterwards it refuses).
@@ -42,6 +44,8 @@ void CapOneDnnIsa() {
                  e.what());
   }
 }
+
+}  // namespace
 
 bool OneDnnRunsAvx512() {
   static const bool avx512 = [] {
