@@ -152,15 +152,20 @@ __attribute__((target("avx2,f16c"))) void MaxPool2x2RowChannelsLastLowAvx2(const
   }
 }
 
-// MaxPool2dChannelsLast of float16/bfloat16 X in 2x2 tiles of whole 8-channel blocks on
-// AVX2, read in place one output row at a time; the pooled bits go to Y as they are
-// (channels-last) or to each channel's row (NCHW), moved as bits, not converted.
-void MaxPool2x2ChannelsLastLowAvx2(ThreadPool& threads, const Tensor& x, const WindowGeometry& g,
-                                   bool y_channels_last, int64_t grain, Tensor& y) {
+// MaxPool2dChannelsLast of float16/bfloat16 X in 2x2 tiles of whole blocks of channels (16
+// on AVX-512, 8 on AVX2), read in place one output row at a time by the row kernels above;
+// the pooled bits go to Y as they are (channels-last) or to each channel's row (NCHW):
+// transposed 16 channels at a time on AVX-512, moved one by one on AVX2. Nothing is
+// converted.
+void MaxPool2x2ChannelsLastLow(ThreadPool& threads, const Tensor& x, const WindowGeometry& g, bool avx512,
+                               bool y_channels_last, int64_t grain, Tensor& y) {
   const int64_t channels = x.dim(1), out_h = g.out[0], out_w = g.out[1];
   const int64_t row_size = g.in[1] * channels, out_row_size = out_w * channels;
-  const auto kernel = x.dtype() == DType::kFloat16 ? MaxPool2x2RowChannelsLastLowAvx2<DType::kFloat16>
-                                                   : MaxPool2x2RowChannelsLastLowAvx2<DType::kBFloat16>;
+  const bool half = x.dtype() == DType::kFloat16;
+  const auto kernel = avx512 ? (half ? MaxPool2x2RowChannelsLastLowAvx512<DType::kFloat16>
+                                     : MaxPool2x2RowChannelsLastLowAvx512<DType::kBFloat16>)
+                             : (half ? MaxPool2x2RowChannelsLastLowAvx2<DType::kFloat16>
+                                     : MaxPool2x2RowChannelsLastLowAvx2<DType::kBFloat16>);
   const uint16_t* x_bits = static_cast<const uint16_t*>(x.raw_data());
   uint16_t* y_bits = static_cast<uint16_t*>(y.raw_data());
   threads.ParallelFor(x.dim(0) * out_h, grain, [&](int64_t begin, int64_t end) {
@@ -171,37 +176,15 @@ void MaxPool2x2ChannelsLastLowAvx2(ThreadPool& threads, const Tensor& x, const W
       uint16_t* out = y_channels_last ? y_bits + row * out_row_size : pooled.data();
       kernel(top, top + row_size, out_w, channels, out);
       if (y_channels_last) continue;
-      for (int64_t c = 0; c < channels; ++c) {
-        uint16_t* to = y_bits + ((image * channels + c) * out_h + oh) * out_w;
-        for (int64_t ow = 0; ow < out_w; ++ow) to[ow] = out[ow * channels + c];
+      uint16_t* rows = y_bits + (image * channels * out_h + oh) * out_w;  // channel 0's row
+      if (avx512) {
+        for (int64_t c = 0; c < channels; c += 16) {
+          dnn::PixelsToRows16Bits(out + c, channels, out_w, rows + c * out_h * out_w, out_h * out_w);
+        }
+        continue;
       }
-    }
-  });
-}
-
-// MaxPool2dChannelsLast of float16/bfloat16 X in 2x2 tiles of whole 16-channel blocks,
-// read in place by MaxPool2x2RowChannelsLastLowAvx512 one output row at a time; the
-// pooled bits go to Y as they are (channels-last) or, transposed 16 channels at a time,
-// to each channel's row (NCHW).
-void MaxPool2x2ChannelsLastLowAvx512(ThreadPool& threads, const Tensor& x, const WindowGeometry& g,
-                                     bool y_channels_last, int64_t grain, Tensor& y) {
-  const int64_t channels = x.dim(1), out_h = g.out[0], out_w = g.out[1];
-  const int64_t row_size = g.in[1] * channels, out_row_size = out_w * channels;
-  const auto kernel = x.dtype() == DType::kFloat16 ? MaxPool2x2RowChannelsLastLowAvx512<DType::kFloat16>
-                                                   : MaxPool2x2RowChannelsLastLowAvx512<DType::kBFloat16>;
-  const uint16_t* x_bits = static_cast<const uint16_t*>(x.raw_data());
-  uint16_t* y_bits = static_cast<uint16_t*>(y.raw_data());
-  threads.ParallelFor(x.dim(0) * out_h, grain, [&](int64_t begin, int64_t end) {
-    std::vector<uint16_t> pooled(y_channels_last ? 0 : static_cast<size_t>(out_row_size));
-    for (int64_t row = begin; row < end; ++row) {
-      const int64_t image = row / out_h, oh = row % out_h;
-      const uint16_t* top = x_bits + (image * g.in[0] + 2 * oh) * row_size;
-      uint16_t* out = y_channels_last ? y_bits + row * out_row_size : pooled.data();
-      kernel(top, top + row_size, out_w, channels, out);
-      if (y_channels_last) continue;
-      for (int64_t c = 0; c < channels; c += 16) {
-        dnn::PixelsToRows16Bits(out + c, channels, out_w, y_bits + ((image * channels + c) * out_h + oh) * out_w,
-                                out_h * out_w);
+      for (int64_t c = 0; c < channels; ++c) {
+        for (int64_t ow = 0; ow < out_w; ++ow) rows[c * out_h * out_w + ow] = out[ow * channels + c];
       }
     }
   });
@@ -251,11 +234,11 @@ Status MaxPool2dChannelsLast(KernelContext& context, const Tensor& x, const Wind
   const int64_t grain = ItemsPerChunk(out_row_size, kPoolOutputsPerChunk);
 #if defined(__x86_64__)
   if (tiles == TileKernels::kAvx512 && IsLowPrecision(x.dtype()) && channels % 16 == 0) {
-    MaxPool2x2ChannelsLastLowAvx512(context.threads(), x, g, y_channels_last, grain, y);
+    MaxPool2x2ChannelsLastLow(context.threads(), x, g, true, y_channels_last, grain, y);
     return Status::Ok();
   }
   if (tiles == TileKernels::kAvx2 && IsLowPrecision(x.dtype())) {
-    MaxPool2x2ChannelsLastLowAvx2(context.threads(), x, g, y_channels_last, grain, y);
+    MaxPool2x2ChannelsLastLow(context.threads(), x, g, false, y_channels_last, grain, y);
     return Status::Ok();
   }
 #endif
