@@ -1,9 +1,13 @@
 // GlobalAveragePool, GlobalMaxPool and GlobalLpPool: one value per (n, c) plane over
 // all spatial dims, kept as size-1 dims. Sums accumulate in float32 (float64 for
 // float64) and each output is rounded once.
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
+#include "ops/common/cpu_clones.h"
+#include "ops/common/float32_buffers.h"
 #include "ops/common/float_compute.h"
 #include "ops/conv/conv_kernels.h"
 #include "runtime/exec/thread_pool.h"
@@ -12,6 +16,99 @@ namespace onnx_amp {
 namespace {
 
 enum class GlobalKind { kAverage, kMax, kLp };
+
+// Running sums or maxima of a float32 plane in 16 lanes, lane l over elements l, l + 16,
+// ...: one GCC vector of 16 floats, which each clone holds in one AVX-512 register, two
+// AVX2 ones or four SSE ones. Each lane adds in the same order on all of them, so every
+// CPU gives the same bits.
+constexpr int kLanes = 16;
+using Lanes = float __attribute__((vector_size(kLanes * sizeof(float))));
+using LaneMask = int32_t __attribute__((vector_size(kLanes * sizeof(int32_t))));
+
+struct PlaneLanes {
+  Lanes value;
+  LaneMask nan = {};  // lanes that met a NaN (max only)
+};
+
+// Through a pointer: a 64-byte vector returned by value would take a different ABI in
+// the clones than in the baseline build.
+void LoadLanes(const float* values, Lanes* lanes) { std::memcpy(lanes, values, sizeof(*lanes)); }
+
+ONNX_AMP_CPU_CLONES void AddToLanes(const float* values, int64_t count, PlaneLanes& lanes) {
+  Lanes sums = lanes.value;
+  int64_t i = 0;
+  for (; i + kLanes <= count; i += kLanes) {
+    Lanes v;
+    LoadLanes(values + i, &v);
+    sums += v;
+  }
+  for (int l = 0; i < count; ++i, ++l) sums[l] += values[i];
+  lanes.value = sums;
+}
+
+ONNX_AMP_CPU_CLONES void MaxIntoLanes(const float* values, int64_t count, PlaneLanes& lanes) {
+  Lanes maxima = lanes.value;
+  LaneMask nan = lanes.nan;
+  int64_t i = 0;
+  for (; i + kLanes <= count; i += kLanes) {
+    Lanes v;
+    LoadLanes(values + i, &v);
+    nan |= v != v;
+    maxima = v > maxima ? v : maxima;
+  }
+  for (int l = 0; i < count; ++i, ++l) {
+    nan[l] |= values[i] != values[i];
+    maxima[l] = values[i] > maxima[l] ? values[i] : maxima[l];
+  }
+  lanes.value = maxima;
+  lanes.nan = nan;
+}
+
+// The lanes folded in halves: 8 sums (or maxima) of pairs, then 4, 2, 1.
+float FoldLanes(const PlaneLanes& lanes, GlobalKind kind) {
+  float folded[kLanes];
+  std::memcpy(folded, &lanes.value, sizeof(folded));
+  for (int l = 0; l < kLanes; ++l) {
+    if (kind == GlobalKind::kMax && lanes.nan[l] != 0) return std::numeric_limits<float>::quiet_NaN();
+  }
+  for (int width = kLanes / 2; width >= 1; width /= 2) {
+    for (int l = 0; l < width; ++l) {
+      folded[l] = kind == GlobalKind::kMax ? std::max(folded[l], folded[l + width]) : folded[l] + folded[l + width];
+    }
+  }
+  return folded[0];
+}
+
+// Average and max of float32, float16 and bfloat16 planes: low-precision values are
+// widened a block at a time by the vector conversions.
+void RunLanePool(KernelContext& context, const Tensor& x, GlobalKind kind, Tensor& y) {
+  const int64_t planes = x.dim(0) * x.dim(1);
+  const int64_t plane_size = planes == 0 ? 0 : x.num_elements() / planes;
+  context.threads().ParallelFor(planes, ItemsPerChunk(plane_size, 1 << 14), [&](int64_t begin, int64_t end) {
+    constexpr int64_t kBlock = 1024;  // a multiple of kLanes, so blocks keep each lane's order
+    float scratch[kBlock];
+    float results[kBlock];
+    for (int64_t first = begin; first < end; first += kBlock) {
+      const int64_t count = std::min(kBlock, end - first);
+      for (int64_t plane = first; plane < first + count; ++plane) {
+        PlaneLanes lanes;
+        lanes.value = Lanes{} + (kind == GlobalKind::kMax ? -std::numeric_limits<float>::infinity() : 0.0f);
+        for (int64_t offset = 0; offset < plane_size; offset += kBlock) {
+          const int64_t n = std::min(kBlock, plane_size - offset);
+          const float* values = Float32BlockOf(x, plane * plane_size + offset, n, scratch);
+          if (kind == GlobalKind::kMax) {
+            MaxIntoLanes(values, n, lanes);
+          } else {
+            AddToLanes(values, n, lanes);
+          }
+        }
+        const float folded = FoldLanes(lanes, kind);
+        results[plane - first] = kind == GlobalKind::kAverage ? folded / static_cast<float>(plane_size) : folded;
+      }
+      StoreFloat32Block(results, first, count, y);
+    }
+  });
+}
 
 template <typename T>
 void RunGlobalPool(KernelContext& context, const Tensor& x, GlobalKind kind, int64_t p, Tensor& y) {
@@ -59,6 +156,10 @@ Status GlobalPool(KernelContext& context, GlobalKind kind) {
   y_shape[1] = x->dim(1);
   ONNX_AMP_ASSIGN_OR_RETURN(Tensor * y, context.AllocateOutput(0, x->dtype(), y_shape));
   const int64_t p = context.attr_int("p", 2);
+  if (kind != GlobalKind::kLp && (x->dtype() == DType::kFloat32 || IsLowPrecision(x->dtype()))) {
+    RunLanePool(context, *x, kind, *y);
+    return Status::Ok();
+  }
   return DispatchFloat(context, x->dtype(), [&](auto tag) {
     RunGlobalPool<decltype(tag)>(context, *x, kind, p, *y);
     return Status::Ok();

@@ -298,5 +298,43 @@ TEST(PoolTest, GlobalPoolsReduceEachPlane) {
   }
 }
 
+// Planes of 49, 256 and 1601 values: whole 16-lane vectors with and without a tail, and a
+// plane over two of the kernel's 1024-value blocks. The sum runs in 16 lanes of at most
+// ceil(n / 16) terms folded in 4 halvings, so its error is below (ceil(n / 16) + 4) u32
+// times (sum |x|). Max carries a NaN anywhere in the plane and ignores a -inf.
+TEST(PoolTest, GlobalPoolsOverLargePlanes) {
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    for (const int64_t side_product : {int64_t{49}, int64_t{256}, int64_t{1601}}) {
+      const Shape shape{1, 3, side_product, 1};
+      std::vector<double> values = RandomValues(static_cast<size_t>(3 * side_product), 9100, -2.0, 2.0);
+      values[static_cast<size_t>(side_product + side_product - 1)] = NAN;  // plane 1, its last value
+      values[static_cast<size_t>(2 * side_product + 17)] = -INFINITY;     // plane 2, lane 1
+      values[static_cast<size_t>(2 * side_product + 3)] = 9.0;            // plane 2's maximum
+      const RoundedTensor x = Rounded(dtype, shape, values);
+      auto avg = SingleNode("GlobalAveragePool").Input(x.tensor).Run();
+      auto mx = SingleNode("GlobalMaxPool").Input(x.tensor).Run();
+      ASSERT_TRUE(avg.ok() && mx.ok());
+      const std::vector<double> means = ToDoubles((*avg)[0]), maxima = ToDoubles((*mx)[0]);
+      const std::string label = std::string(DTypeName(dtype)) + " plane of " + std::to_string(side_product);
+      // Plane 0: finite values only.
+      double mean = 0, abs_sum = 0, max = -INFINITY;
+      for (int64_t i = 0; i < side_product; ++i) {
+        mean += x.values[static_cast<size_t>(i)] / static_cast<double>(side_product);
+        abs_sum += std::abs(x.values[static_cast<size_t>(i)]);
+        max = std::max(max, x.values[static_cast<size_t>(i)]);
+      }
+      const double u_low = IsLowPrecision(dtype) ? UnitRoundoff(dtype) : 0.0;
+      const double terms = static_cast<double>((side_product + 15) / 16 + 4 + 1);
+      const double bound = u_low * std::abs(mean) + (1 + u_low) * terms * kUnitF32 * 1.01 * abs_sum / static_cast<double>(side_product) +
+                           AbsoluteFloor(dtype);
+      ExpectWithin({means[0]}, {mean}, {bound}, label + " GlobalAveragePool");
+      EXPECT_EQ(maxima[0], max) << label;
+      EXPECT_TRUE(std::isnan(means[1]) && std::isnan(maxima[1])) << label << ": a NaN in the plane";
+      EXPECT_TRUE(std::isinf(means[2]) && means[2] < 0) << label << ": -inf in the plane";
+      EXPECT_EQ(maxima[2], 9.0) << label;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace onnx_amp::testing
