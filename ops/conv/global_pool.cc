@@ -30,42 +30,49 @@ struct PlaneLanes {
   LaneMask nan = {};  // lanes that met a NaN (max only)
 };
 
+#define ONNX_AMP_INLINE inline __attribute__((always_inline))
+
 // Through a pointer: a 64-byte vector returned by value would take a different ABI in
 // the clones than in the baseline build.
-void LoadLanes(const float* values, Lanes* lanes) { std::memcpy(lanes, values, sizeof(*lanes)); }
+ONNX_AMP_INLINE void LoadLanes(const float* values, Lanes* lanes) { std::memcpy(lanes, values, sizeof(*lanes)); }
 
-ONNX_AMP_CPU_CLONES void AddToLanes(const float* values, int64_t count, PlaneLanes& lanes) {
-  Lanes sums = lanes.value;
-  int64_t i = 0;
-  for (; i + kLanes <= count; i += kLanes) {
-    Lanes v;
-    LoadLanes(values + i, &v);
-    sums += v;
-  }
-  for (int l = 0; i < count; ++i, ++l) sums[l] += values[i];
-  lanes.value = sums;
+ONNX_AMP_INLINE void StartLanes(GlobalKind kind, PlaneLanes& lanes) {
+  lanes.value = Lanes{} + (kind == GlobalKind::kMax ? -std::numeric_limits<float>::infinity() : 0.0f);
+  lanes.nan = LaneMask{};
 }
 
-ONNX_AMP_CPU_CLONES void MaxIntoLanes(const float* values, int64_t count, PlaneLanes& lanes) {
-  Lanes maxima = lanes.value;
+// Adds (or takes the maximum of) values[0, count), the next values of a plane whose
+// earlier values were a multiple of kLanes.
+ONNX_AMP_INLINE void Accumulate(GlobalKind kind, const float* values, int64_t count, PlaneLanes& lanes) {
+  Lanes acc = lanes.value;
   LaneMask nan = lanes.nan;
   int64_t i = 0;
-  for (; i + kLanes <= count; i += kLanes) {
-    Lanes v;
-    LoadLanes(values + i, &v);
-    nan |= v != v;
-    maxima = v > maxima ? v : maxima;
+  if (kind == GlobalKind::kMax) {
+    for (; i + kLanes <= count; i += kLanes) {
+      Lanes v;
+      LoadLanes(values + i, &v);
+      nan |= v != v;
+      acc = v > acc ? v : acc;
+    }
+    for (int l = 0; i < count; ++i, ++l) {
+      nan[l] |= values[i] != values[i];
+      acc[l] = values[i] > acc[l] ? values[i] : acc[l];
+    }
+  } else {
+    for (; i + kLanes <= count; i += kLanes) {
+      Lanes v;
+      LoadLanes(values + i, &v);
+      acc += v;
+    }
+    for (int l = 0; i < count; ++i, ++l) acc[l] += values[i];
   }
-  for (int l = 0; i < count; ++i, ++l) {
-    nan[l] |= values[i] != values[i];
-    maxima[l] = values[i] > maxima[l] ? values[i] : maxima[l];
-  }
-  lanes.value = maxima;
+  lanes.value = acc;
   lanes.nan = nan;
 }
 
-// The lanes folded in halves: 8 sums (or maxima) of pairs, then 4, 2, 1.
-float FoldLanes(const PlaneLanes& lanes, GlobalKind kind) {
+// The lanes folded in halves (8 sums or maxima of pairs, then 4, 2, 1); an average
+// divides by the plane's size.
+ONNX_AMP_INLINE float Finish(GlobalKind kind, const PlaneLanes& lanes, int64_t plane_size) {
   float folded[kLanes];
   std::memcpy(folded, &lanes.value, sizeof(folded));
   for (int l = 0; l < kLanes; ++l) {
@@ -76,34 +83,53 @@ float FoldLanes(const PlaneLanes& lanes, GlobalKind kind) {
       folded[l] = kind == GlobalKind::kMax ? std::max(folded[l], folded[l + width]) : folded[l] + folded[l + width];
     }
   }
-  return folded[0];
+  return kind == GlobalKind::kAverage ? folded[0] / static_cast<float>(plane_size) : folded[0];
 }
 
-// Average and max of float32, float16 and bfloat16 planes: low-precision values are
-// widened a block at a time by the vector conversions.
+// results[p] = the pool of values[p * plane_size, (p + 1) * plane_size) for p < planes.
+ONNX_AMP_CPU_CLONES void PoolWholePlanes(GlobalKind kind, const float* values, int64_t planes, int64_t plane_size,
+                                         float* results) {
+  for (int64_t p = 0; p < planes; ++p) {
+    PlaneLanes lanes;
+    StartLanes(kind, lanes);
+    Accumulate(kind, values + p * plane_size, plane_size, lanes);
+    results[p] = Finish(kind, lanes, plane_size);
+  }
+}
+
+// Part of one plane (the first `offset` values, a multiple of kLanes, already in lanes).
+ONNX_AMP_CPU_CLONES void PoolPlanePart(GlobalKind kind, const float* values, int64_t count, PlaneLanes& lanes) {
+  Accumulate(kind, values, count, lanes);
+}
+
+ONNX_AMP_CPU_CLONES float FinishPlane(GlobalKind kind, const PlaneLanes& lanes, int64_t plane_size) {
+  return Finish(kind, lanes, plane_size);
+}
+
+// Average and max of float32, float16 and bfloat16 planes. Low-precision values are
+// widened a block at a time by the vector conversions; a block holds as many whole
+// planes as fit, and a plane longer than a block is read in block-long parts.
 void RunLanePool(KernelContext& context, const Tensor& x, GlobalKind kind, Tensor& y) {
+  constexpr int64_t kBlock = 1024;  // a multiple of kLanes, so each part keeps the lanes' order
   const int64_t planes = x.dim(0) * x.dim(1);
   const int64_t plane_size = planes == 0 ? 0 : x.num_elements() / planes;
+  const int64_t planes_per_block = plane_size == 0 ? kBlock : std::clamp<int64_t>(kBlock / plane_size, 1, kBlock);
   context.threads().ParallelFor(planes, ItemsPerChunk(plane_size, 1 << 14), [&](int64_t begin, int64_t end) {
-    constexpr int64_t kBlock = 1024;  // a multiple of kLanes, so blocks keep each lane's order
     float scratch[kBlock];
     float results[kBlock];
-    for (int64_t first = begin; first < end; first += kBlock) {
-      const int64_t count = std::min(kBlock, end - first);
-      for (int64_t plane = first; plane < first + count; ++plane) {
+    for (int64_t first = begin; first < end; first += planes_per_block) {
+      const int64_t count = std::min(planes_per_block, end - first);
+      if (plane_size <= kBlock) {
+        PoolWholePlanes(kind, Float32BlockOf(x, first * plane_size, count * plane_size, scratch), count, plane_size,
+                        results);
+      } else {
         PlaneLanes lanes;
-        lanes.value = Lanes{} + (kind == GlobalKind::kMax ? -std::numeric_limits<float>::infinity() : 0.0f);
+        StartLanes(kind, lanes);
         for (int64_t offset = 0; offset < plane_size; offset += kBlock) {
           const int64_t n = std::min(kBlock, plane_size - offset);
-          const float* values = Float32BlockOf(x, plane * plane_size + offset, n, scratch);
-          if (kind == GlobalKind::kMax) {
-            MaxIntoLanes(values, n, lanes);
-          } else {
-            AddToLanes(values, n, lanes);
-          }
+          PoolPlanePart(kind, Float32BlockOf(x, first * plane_size + offset, n, scratch), n, lanes);
         }
-        const float folded = FoldLanes(lanes, kind);
-        results[plane - first] = kind == GlobalKind::kAverage ? folded / static_cast<float>(plane_size) : folded;
+        results[0] = FinishPlane(kind, lanes, plane_size);
       }
       StoreFloat32Block(results, first, count, y);
     }
