@@ -3,12 +3,12 @@
 // float64) and each output is rounded once.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 
 #include "ops/common/cpu_clones.h"
 #include "ops/common/float32_buffers.h"
 #include "ops/common/float_compute.h"
+#include "ops/common/float_lanes.h"
 #include "ops/conv/conv_kernels.h"
 #include "runtime/exec/thread_pool.h"
 
@@ -17,73 +17,49 @@ namespace {
 
 enum class GlobalKind { kAverage, kMax, kLp };
 
-// Running sums or maxima of a float32 plane in 16 lanes, lane l over elements l, l + 16,
-// ...: one GCC vector of 16 floats, which each clone holds in one AVX-512 register, two
-// AVX2 ones or four SSE ones. Each lane adds in the same order on all of them, so every
-// CPU gives the same bits.
-constexpr int kLanes = 16;
-using Lanes = float __attribute__((vector_size(kLanes * sizeof(float))));
-using LaneMask = int32_t __attribute__((vector_size(kLanes * sizeof(int32_t))));
-
+// Running sums or maxima of a float32 plane in 16 lanes (ops/common/float_lanes.h),
+// lane l over the plane's elements l, l + 16, ...
 struct PlaneLanes {
   Lanes value;
-  LaneMask nan = {};  // lanes that met a NaN (max only)
+  LaneInts nan = {};  // lanes that met a NaN (max only)
 };
 
-#define ONNX_AMP_INLINE inline __attribute__((always_inline))
-
-// Through a pointer: a 64-byte vector returned by value would take a different ABI in
-// the clones than in the baseline build.
-ONNX_AMP_INLINE void LoadLanes(const float* values, Lanes* lanes) { std::memcpy(lanes, values, sizeof(*lanes)); }
-
-ONNX_AMP_INLINE void StartLanes(GlobalKind kind, PlaneLanes& lanes) {
-  lanes.value = Lanes{} + (kind == GlobalKind::kMax ? -std::numeric_limits<float>::infinity() : 0.0f);
-  lanes.nan = LaneMask{};
+ONNX_AMP_LANES_INLINE void StartLanes(GlobalKind kind, PlaneLanes& lanes) {
+  lanes.value = SplatLanes(kind == GlobalKind::kMax ? -std::numeric_limits<float>::infinity() : 0.0f);
+  lanes.nan = LaneInts{};
 }
 
 // Adds (or takes the maximum of) values[0, count), the next values of a plane whose
 // earlier values were a multiple of kLanes.
-ONNX_AMP_INLINE void Accumulate(GlobalKind kind, const float* values, int64_t count, PlaneLanes& lanes) {
+ONNX_AMP_LANES_INLINE void Accumulate(GlobalKind kind, const float* values, int64_t count, PlaneLanes& lanes) {
   Lanes acc = lanes.value;
-  LaneMask nan = lanes.nan;
+  LaneInts nan = lanes.nan;
   int64_t i = 0;
   if (kind == GlobalKind::kMax) {
     for (; i + kLanes <= count; i += kLanes) {
-      Lanes v;
-      LoadLanes(values + i, &v);
+      const Lanes v = LoadLanes(values + i);
       nan |= v != v;
-      acc = v > acc ? v : acc;
+      acc = MaxLanes(acc, v);
     }
     for (int l = 0; i < count; ++i, ++l) {
       nan[l] |= values[i] != values[i];
       acc[l] = values[i] > acc[l] ? values[i] : acc[l];
     }
   } else {
-    for (; i + kLanes <= count; i += kLanes) {
-      Lanes v;
-      LoadLanes(values + i, &v);
-      acc += v;
-    }
+    for (; i + kLanes <= count; i += kLanes) acc += LoadLanes(values + i);
     for (int l = 0; i < count; ++i, ++l) acc[l] += values[i];
   }
   lanes.value = acc;
   lanes.nan = nan;
 }
 
-// The lanes folded in halves (8 sums or maxima of pairs, then 4, 2, 1); an average
-// divides by the plane's size.
-ONNX_AMP_INLINE float Finish(GlobalKind kind, const PlaneLanes& lanes, int64_t plane_size) {
-  float folded[kLanes];
-  std::memcpy(folded, &lanes.value, sizeof(folded));
+// The folded lanes; an average divides by the plane's size.
+ONNX_AMP_LANES_INLINE float Finish(GlobalKind kind, const PlaneLanes& lanes, int64_t plane_size) {
+  if (kind == GlobalKind::kAverage) return FoldSum(lanes.value) / static_cast<float>(plane_size);
   for (int l = 0; l < kLanes; ++l) {
-    if (kind == GlobalKind::kMax && lanes.nan[l] != 0) return std::numeric_limits<float>::quiet_NaN();
+    if (lanes.nan[l] != 0) return std::numeric_limits<float>::quiet_NaN();
   }
-  for (int width = kLanes / 2; width >= 1; width /= 2) {
-    for (int l = 0; l < width; ++l) {
-      folded[l] = kind == GlobalKind::kMax ? std::max(folded[l], folded[l + width]) : folded[l] + folded[l + width];
-    }
-  }
-  return kind == GlobalKind::kAverage ? folded[0] / static_cast<float>(plane_size) : folded[0];
+  return FoldMax(lanes.value);
 }
 
 // results[p] = the pool of values[p * plane_size, (p + 1) * plane_size) for p < planes.

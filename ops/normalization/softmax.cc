@@ -1,12 +1,16 @@
 // Softmax, LogSoftmax and Hardmax. Opset >= 13 works along one axis (default -1);
 // older opsets flatten the input to 2-D at `axis` (default 1) and work along the
 // whole second dim. exp runs on x - max, so nothing overflows.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "ops/common/cpu_clones.h"
+#include "ops/common/float32_buffers.h"
 #include "ops/common/float_compute.h"
+#include "ops/common/float_lanes.h"
 #include "ops/normalization/normalization_kernels.h"
 #include "runtime/exec/thread_pool.h"
 
@@ -19,6 +23,55 @@ enum class SoftmaxKind { kSoftmax, kLogSoftmax, kHardmax };
 struct AxisView {
   int64_t outer = 1, count = 1, inner = 1;
 };
+
+// Softmax or LogSoftmax of one contiguous float32 row, x[0, count) -> y[0, count) (y may
+// be x): the maximum, exp(x - max) and its sum in 16 lanes (ops/common/float_lanes.h).
+// The last count % 16 values go through the same vector exp, padded with -inf (exp 0).
+ONNX_AMP_CPU_CLONES void LaneSoftmaxRow(SoftmaxKind kind, const float* x, float* y, int64_t count) {
+  const int64_t body = count - count % kLanes;
+  float tail[kLanes];
+  std::fill_n(tail, kLanes, -std::numeric_limits<float>::infinity());
+  std::copy(x + body, x + count, tail);
+  Lanes max_lanes = LoadLanes(tail);
+  for (int64_t i = 0; i < body; i += kLanes) max_lanes = MaxLanes(max_lanes, LoadLanes(x + i));
+  const Lanes max = SplatLanes(FoldMax(max_lanes));
+  Lanes tail_exp = ExpLanes(LoadLanes(tail) - max);
+  Lanes sums = tail_exp;
+  for (int64_t i = 0; i < body; i += kLanes) {
+    const Lanes e = ExpLanes(LoadLanes(x + i) - max);
+    if (kind == SoftmaxKind::kSoftmax) StoreLanes(e, y + i);
+    sums += e;
+  }
+  const Lanes sum = SplatLanes(FoldSum(sums));
+  if (kind == SoftmaxKind::kSoftmax) {
+    for (int64_t i = 0; i < body; i += kLanes) StoreLanes(LoadLanes(y + i) / sum, y + i);
+    tail_exp = tail_exp / sum;
+  } else {
+    const Lanes log_sum = SplatLanes(std::log(sum[0]));
+    for (int64_t i = 0; i < body; i += kLanes) StoreLanes(LoadLanes(x + i) - max - log_sum, y + i);
+    tail_exp = LoadLanes(tail) - max - log_sum;
+  }
+  StoreLanes(tail_exp, tail);
+  std::copy(tail, tail + (count - body), y + body);
+}
+
+// Softmax or LogSoftmax along the last axis of a float32, float16 or bfloat16 tensor:
+// float32 rows in place, float16 and bfloat16 ones widened into a row buffer.
+void RunLaneSoftmax(KernelContext& context, const Tensor& x, const AxisView& v, SoftmaxKind kind, Tensor& y) {
+  const bool widened = x.dtype() != DType::kFloat32;
+  context.threads().ParallelFor(v.outer, ItemsPerChunk(v.count, 4096), [&](int64_t begin, int64_t end) {
+    std::vector<float> row(widened ? static_cast<size_t>(v.count) : 0);
+    for (int64_t line = begin; line < end; ++line) {
+      if (!widened) {
+        LaneSoftmaxRow(kind, x.data<float>() + line * v.count, y.data<float>() + line * v.count, v.count);
+        continue;
+      }
+      LoadFloat32Block(x, line * v.count, v.count, row.data());
+      LaneSoftmaxRow(kind, row.data(), row.data(), v.count);
+      StoreFloat32Block(row.data(), line * v.count, v.count, y);
+    }
+  });
+}
 
 template <typename T>
 void RunSoftmax(KernelContext& context, const Tensor& x, const AxisView& v, SoftmaxKind kind, Tensor& y) {
@@ -77,6 +130,11 @@ Status Softmax(KernelContext& context, SoftmaxKind kind) {
   }
   ONNX_AMP_ASSIGN_OR_RETURN(Tensor * y, context.AllocateOutput(0, x->dtype(), x->shape()));
   if (x->num_elements() == 0) return Status::Ok();
+  const bool lane_dtype = x->dtype() == DType::kFloat32 || IsLowPrecision(x->dtype());
+  if (kind != SoftmaxKind::kHardmax && v.inner == 1 && lane_dtype) {
+    RunLaneSoftmax(context, *x, v, kind, *y);
+    return Status::Ok();
+  }
   return DispatchFloat(context, x->dtype(), [&](auto tag) {
     RunSoftmax<decltype(tag)>(context, *x, v, kind, *y);
     return Status::Ok();

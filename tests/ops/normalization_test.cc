@@ -3,8 +3,9 @@
 //
 // Bounds (u = float32 unit roundoff, u_low the output dtype's, K the row length,
 // R = max - min of the row). Softmax: each exp(x - max) carries a relative error of
-// at most u (x - max rounded) * |x - max| + 2u (expf), the sum K u, the division u, so
-// |out - ref| <= u_low |ref| + (1 + u_low)(2R + K + 4) u |ref|; we double the float32
+// at most u (x - max rounded) * |x - max| + 3u (the vector exp, ops/common/float_lanes.h),
+// the sum K u, the division u, so
+// |out - ref| <= u_low |ref| + (1 + u_low)(2R + K + 5) u |ref|; we double the float32
 // part to cover the dropped second-order terms. LayerNorm and its relatives: the mean
 // and variance are float32 sums of K terms ((K + 2) u relative to the sum of
 // magnitudes), which moves z = (x - mean) / std by at most 3 (K + 2) u max|x| / std +
@@ -41,7 +42,7 @@ TEST(SoftmaxTest, Float32MatchesHandValues) {
   // softmax([1, 2, 3]) = e^(i-3) / (1 + e^-1 + e^-2).
   const std::vector<double> want = {0.09003057317038046, 0.24472847105479767, 0.6652409557748219};
   const std::vector<double> want_log = {-2.4076059644443806, -1.4076059644443806, -0.4076059644443806};
-  const double bound = 2 * (2 * 2 + 3 + 4) * kUnitF32;
+  const double bound = 2 * (2 * 2 + 3 + 5) * kUnitF32;
   for (int i = 0; i < 3; ++i) {
     EXPECT_NEAR(ToDoubles((*soft)[0])[i], want[i], bound * want[i]);
     EXPECT_NEAR(ToDoubles((*log_soft)[0])[i], want_log[i], bound * 4);
@@ -74,6 +75,49 @@ TEST(SoftmaxTest, OpsetDecidesBetweenFlattenAndSingleAxis) {
   ExpectWithin(ToDoubles((*last)[0]), RefSoftmaxRows(xv, 4, 2, false), std::vector<double>(8, 32 * kUnitF32), "default");
 }
 
+// Rows of 300 (18 whole 16-lane vectors and a tail of 12) with an attention mask's
+// -10000 and -inf entries, whose exp is 0, and a row with a NaN, which is NaN throughout.
+TEST(SoftmaxTest, LongMaskedRows) {
+  const int64_t rows = 3, cols = 300;
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    std::vector<double> values = RandomValues(static_cast<size_t>(rows * cols), 77, -4.0, 4.0);
+    for (int64_t c = 0; c < cols; c += 3) values[static_cast<size_t>(c)] = -10000.0;  // row 0: a third masked
+    values[static_cast<size_t>(cols - 1)] = -INFINITY;                                // and its last, in the tail
+    values[static_cast<size_t>(cols + 5)] = NAN;                                      // row 1
+    const RoundedTensor x = Rounded(dtype, {rows, cols}, values);
+    const double u_low = IsLowPrecision(dtype) ? UnitRoundoff(dtype) : 0.0;
+    for (bool log : {false, true}) {
+      auto out = SingleNode(log ? "LogSoftmax" : "Softmax", 13).Input(x.tensor).Run();
+      ASSERT_TRUE(out.ok());
+      const std::vector<double> got = ToDoubles((*out)[0]);
+      const std::vector<double> ref = RefSoftmaxRows(x.values, rows, cols, log);
+      const std::string label = std::string(DTypeName(dtype)) + (log ? " LogSoftmax" : " Softmax");
+      for (int64_t c = 0; c < cols; ++c) EXPECT_TRUE(std::isnan(got[static_cast<size_t>(cols + c)])) << label << " NaN row";
+      for (int64_t r : {int64_t{0}, int64_t{2}}) {
+        std::vector<double> row_got, row_ref, bound;
+        for (int64_t c = 0; c < cols; ++c) {
+          const double want = ref[static_cast<size_t>(r * cols + c)];
+          if (!log && x.values[static_cast<size_t>(r * cols + c)] <= -10000.0) {
+            EXPECT_EQ(got[static_cast<size_t>(r * cols + c)], 0.0) << label << " masked entry";
+            continue;
+          }
+          if (std::isinf(want)) {
+            EXPECT_EQ(got[static_cast<size_t>(r * cols + c)], want) << label;
+            continue;
+          }
+          const double range = log && x.values[static_cast<size_t>(r * cols + c)] <= -10000.0 ? 10008.0 : 8.0;
+          const double f32_part = log ? 2 * (std::abs(want) + 2 * range + cols + 7) * kUnitF32
+                                      : 2 * (2 * 8.0 + cols + 5) * kUnitF32 * std::abs(want);
+          row_got.push_back(got[static_cast<size_t>(r * cols + c)]);
+          row_ref.push_back(want);
+          bound.push_back(u_low * std::abs(want) + (1 + u_low) * f32_part + AbsoluteFloor(dtype));
+        }
+        ExpectWithin(row_got, row_ref, bound, label + " row " + std::to_string(r));
+      }
+    }
+  }
+}
+
 TEST(SoftmaxTest, HardmaxPicksTheFirstMaximum) {
   const Tensor x = MakeFloatTensor(DType::kFloat32, {2, 4}, {1, 3, 3, 2, -1, -5, -0.5, -2});
   auto out = SingleNode("Hardmax", 13).Input(x).Run();
@@ -94,8 +138,8 @@ TEST(SoftmaxTest, LowPrecisionRoundsOnce) {
       const double range = 8.0;  // data in [-4, 4)
       for (size_t i = 0; i < ref.size(); ++i) {
         // LogSoftmax: absolute errors of (x - max) and log(sum) instead of relative ones.
-        const double f32_part = log ? 2 * (std::abs(ref[i]) + 2 * range + cols + 6) * kUnitF32
-                                    : 2 * (2 * range + cols + 4) * kUnitF32 * std::abs(ref[i]);
+        const double f32_part = log ? 2 * (std::abs(ref[i]) + 2 * range + cols + 7) * kUnitF32
+                                    : 2 * (2 * range + cols + 5) * kUnitF32 * std::abs(ref[i]);
         bound[i] = u_low * std::abs(ref[i]) + (1 + u_low) * f32_part + AbsoluteFloor(dtype);
       }
       ExpectWithin(ToDoubles((*out)[0]), ref, bound, std::string(DTypeName(dtype)) + (log ? " LogSoftmax" : " Softmax"));

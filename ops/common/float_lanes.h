@@ -1,0 +1,106 @@
+// 16 float32 lanes as one GCC vector, for loops built once per instruction set with
+// ONNX_AMP_CPU_CLONES (ops/common/cpu_clones.h): each clone holds a vector in one
+// AVX-512 register, two AVX2 ones or four SSE ones, and does the same operations lane by
+// lane, so every CPU gives the same bits. Reductions keep one running value per lane
+// (lane l takes elements l, l + 16, ...) and fold the lanes in halves at the end.
+//
+// The helpers are always inlined into their cloned callers (a call passing a 64-byte
+// vector would take a different ABI in the baseline build than in the AVX-512 clone), and
+// files using them are built with -ffp-contract=off, so that no clone fuses a multiply
+// and an add the others round twice, and with -Wno-psabi (GCC warns of that ABI at each
+// inlined call all the same).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+namespace onnx_amp {
+
+constexpr int kLanes = 16;
+using Lanes = float __attribute__((vector_size(kLanes * sizeof(float))));
+using LaneInts = int32_t __attribute__((vector_size(kLanes * sizeof(int32_t))));
+
+#define ONNX_AMP_LANES_INLINE inline __attribute__((always_inline))
+
+ONNX_AMP_LANES_INLINE Lanes LoadLanes(const float* values) {
+  Lanes lanes;
+  std::memcpy(&lanes, values, sizeof(lanes));
+  return lanes;
+}
+
+ONNX_AMP_LANES_INLINE void StoreLanes(const Lanes& lanes, float* values) { std::memcpy(values, &lanes, sizeof(lanes)); }
+
+ONNX_AMP_LANES_INLINE Lanes SplatLanes(float value) { return Lanes{} + value; }
+
+// The larger of a and b per lane, skipping a NaN in either (NaN only where both are).
+ONNX_AMP_LANES_INLINE Lanes MaxLanes(Lanes a, Lanes b) { return (b > a) | (a != a) ? b : a; }
+
+// The lanes folded in halves: 8 sums of pairs, then 4, 2, 1.
+ONNX_AMP_LANES_INLINE float FoldSum(Lanes lanes) {
+  float folded[kLanes];
+  std::memcpy(folded, &lanes, sizeof(folded));
+  for (int width = kLanes / 2; width >= 1; width /= 2) {
+    for (int l = 0; l < width; ++l) folded[l] += folded[l + width];
+  }
+  return folded[0];
+}
+
+// The largest lane, skipping NaN lanes (NaN only if all are).
+ONNX_AMP_LANES_INLINE float FoldMax(Lanes lanes) {
+  float folded[kLanes];
+  std::memcpy(folded, &lanes, sizeof(folded));
+  for (int width = kLanes / 2; width >= 1; width /= 2) {
+    for (int l = 0; l < width; ++l) {
+      const float a = folded[l], b = folded[l + width];
+      folded[l] = b > a || a != a ? b : a;
+    }
+  }
+  return folded[0];
+}
+
+// floor(x) per lane, for |x| < 2^31.
+ONNX_AMP_LANES_INLINE Lanes FloorLanes(Lanes x) {
+  const Lanes truncated = __builtin_convertvector(__builtin_convertvector(x, LaneInts), Lanes);
+  return truncated > x ? truncated - 1.0f : truncated;
+}
+
+// 2^k for integer lanes k in [-126, 127], built in the exponent field.
+ONNX_AMP_LANES_INLINE Lanes Pow2Lanes(LaneInts k) {
+  const LaneInts bits = (k + 127) << 23;
+  Lanes result;
+  std::memcpy(&result, &bits, sizeof(result));
+  return result;
+}
+
+// exp(x) per lane, within 3 float32 units of roundoff (measured in float_lanes_test):
+// x = n ln 2 + r with |r| <= ln 2 / 2 (ln 2 in two parts, Cody and Waite), exp(r) by
+// Cephes' expf polynomial, and 2^n applied as two factors so that n = 128 still overflows
+// to +inf. Results below FLT_MIN (x < -87.34) are 0: Intel CPUs take a microcode assist,
+// a hundred cycles and more, for each subnormal result, and an attention mask's -10000
+// sends whole rows there. exp(-inf) = 0, exp(+inf) = +inf, NaN stays NaN.
+ONNX_AMP_LANES_INLINE Lanes ExpLanes(Lanes x) {
+  constexpr float kSmallest = -87.3365447f;  // ln(FLT_MIN)
+  // Lanes below kSmallest compute exp(-87), a normal number, and are set to 0 at the end;
+  // lanes above 88.8 overflow.
+  Lanes clamped = x < kSmallest ? SplatLanes(-87.0f) : x;
+  clamped = clamped > 88.8f ? SplatLanes(88.8f) : clamped;
+  const Lanes n = FloorLanes(clamped * 1.44269504088896341f + 0.5f);
+  Lanes r = clamped - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  const Lanes r2 = r * r;
+  Lanes poly = SplatLanes(1.9875691500e-4f);
+  poly = poly * r + 1.3981999507e-3f;
+  poly = poly * r + 8.3334519073e-3f;
+  poly = poly * r + 4.1665795894e-2f;
+  poly = poly * r + 1.6666665459e-1f;
+  poly = poly * r + 5.0000001201e-1f;
+  const Lanes exp_r = poly * r2 + r + 1.0f;
+  const LaneInts k = __builtin_convertvector(n, LaneInts);
+  const LaneInts half = k >> 1;  // n in [-126, 128]: both factors are normal
+  Lanes result = exp_r * Pow2Lanes(half) * Pow2Lanes(k - half);
+  result = x < kSmallest ? SplatLanes(0.0f) : result;
+  return x != x ? x : result;
+}
+
+}  // namespace onnx_amp
