@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/core/onnx_domain.h"
 #include "tests/ops/dnn_test_util.h"
 
 namespace onnx_amp::testing {
@@ -114,6 +115,48 @@ TEST(SoftmaxTest, LongMaskedRows) {
         }
         ExpectWithin(row_got, row_ref, bound, label + " row " + std::to_string(r));
       }
+    }
+  }
+}
+
+// SoftmaxGrad (dX = Y (dY - sum(dY Y))) and LogSoftmaxGrad (dX = dY - exp(Y) sum(dY)) on
+// rows of 40 (two 16-lane vectors and a tail of 8) against double formulas. Bounds: the
+// sum of K products carries K u of sum |dY Y| (K + 2 with the product and the
+// subtraction), exp 3u, the rest u per operation; doubled for second-order terms.
+TEST(SoftmaxTest, GradientsAlongLongRows) {
+  const int64_t rows = 3, cols = 40;
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    const RoundedTensor dy = RandomTensor(dtype, {rows, cols}, 501, -1.0, 1.0);
+    const std::vector<double> logits = RandomValues(static_cast<size_t>(rows * cols), 502, -3.0, 3.0);
+    const std::vector<double> probs = RefSoftmaxRows(logits, rows, cols, false);
+    const std::vector<double> log_probs = RefSoftmaxRows(logits, rows, cols, true);
+    const double u_low = IsLowPrecision(dtype) ? UnitRoundoff(dtype) : 0.0;
+    for (bool log : {false, true}) {
+      const RoundedTensor y = Rounded(dtype, {rows, cols}, log ? log_probs : probs);
+      auto out = SingleNode(log ? "LogSoftmaxGrad" : "SoftmaxGrad", 1, std::string(kOnnxAmpDomain))
+                     .Input(dy.tensor)
+                     .Input(y.tensor)
+                     .Run();
+      ASSERT_TRUE(out.ok()) << out.status().message();
+      std::vector<double> ref(static_cast<size_t>(rows * cols)), bound(ref.size());
+      for (int64_t r = 0; r < rows; ++r) {
+        double sum = 0, magnitude = 0;
+        for (int64_t c = 0; c < cols; ++c) {
+          const size_t i = static_cast<size_t>(r * cols + c);
+          const double term = log ? dy.values[i] : dy.values[i] * y.values[i];
+          sum += term;
+          magnitude += std::abs(term);
+        }
+        for (int64_t c = 0; c < cols; ++c) {
+          const size_t i = static_cast<size_t>(r * cols + c);
+          const double g = dy.values[i], v = y.values[i];
+          ref[i] = log ? g - std::exp(v) * sum : v * (g - sum);
+          const double f32_part = log ? std::abs(ref[i]) + std::exp(v) * (4 * std::abs(sum) + (cols + 2) * magnitude)
+                                      : std::abs(ref[i]) + std::abs(v) * (std::abs(g) + (cols + 2) * magnitude);
+          bound[i] = u_low * std::abs(ref[i]) + (1 + u_low) * 2 * kUnitF32 * f32_part + AbsoluteFloor(dtype);
+        }
+      }
+      ExpectWithin(ToDoubles((*out)[0]), ref, bound, std::string(DTypeName(dtype)) + (log ? " LogSoftmaxGrad" : " SoftmaxGrad"));
     }
   }
 }
