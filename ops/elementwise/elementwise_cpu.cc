@@ -5,6 +5,7 @@ namespace onnx_amp {
 
 void RegisterElementwiseCpuKernels(KernelRegistry& registry) {
   RegisterUnaryMathCpuKernels(registry);
+  RegisterLaneUnaryCpuKernels(registry);
   RegisterActivationCpuKernels(registry);
   RegisterBinaryArithmeticCpuKernels(registry);
   RegisterLogicCpuKernels(registry);

@@ -7,6 +7,7 @@ namespace onnx_amp {
 class KernelRegistry;
 
 void RegisterUnaryMathCpuKernels(KernelRegistry& registry);         // unary_math_cpu.cc
+void RegisterLaneUnaryCpuKernels(KernelRegistry& registry);         // lane_unary_cpu.cc
 void RegisterActivationCpuKernels(KernelRegistry& registry);        // activations_cpu.cc, with the fused gradients
 void RegisterBinaryArithmeticCpuKernels(KernelRegistry& registry);  // binary_arith_cpu.cc
 void RegisterLogicCpuKernels(KernelRegistry& registry);             // logic_cpu.cc

@@ -1,5 +1,5 @@
 // Unary math: Abs Neg Sign Floor Ceil Round Reciprocal Sqrt Exp Log, the trigonometric
-// and hyperbolic functions, Erf, IsNaN, IsInf.
+// and hyperbolic functions, IsNaN, IsInf (Erf: lane_unary_cpu.cc).
 #include "ops/common/elementwise_math.h"
 #include "ops/elementwise/elementwise_families.h"
 #include "ops/elementwise/elementwise_kernel.h"
@@ -51,7 +51,6 @@ void RegisterUnaryMathCpuKernels(KernelRegistry& registry) {
       {"", "Asinh", DeviceKind::kCpu, FloatUnary<AsinhOp>, true},
       {"", "Acosh", DeviceKind::kCpu, FloatUnary<AcoshOp>, true},
       {"", "Atanh", DeviceKind::kCpu, FloatUnary<AtanhOp>, true},
-      {"", "Erf", DeviceKind::kCpu, FloatUnary<ErfOp>, true},
       {"", "IsNaN", DeviceKind::kCpu, FloatUnary<IsNaNOp>, true},
       {"", "IsInf", DeviceKind::kCpu, IsInf, true},
   };

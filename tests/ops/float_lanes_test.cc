@@ -1,5 +1,5 @@
-// The 16-lane float32 helpers of ops/common/float_lanes.h: exp against the double
-// exponential over its whole normal range, its special values, and the lane folds.
+// The 16-lane float32 helpers of ops/common/float_lanes.h: exp and erf against the double
+// functions over their whole float32 ranges, their special values, and the lane folds.
 #include "ops/common/float_lanes.h"
 
 #include <cmath>
@@ -21,22 +21,30 @@ std::vector<float> ExpOf(const std::vector<float>& x) {
   return y;
 }
 
+std::vector<float> ErfOf(const std::vector<float>& x) {
+  std::vector<float> y(x.size());
+  for (size_t i = 0; i + kLanes <= x.size(); i += kLanes) StoreLanes(ErfLanes(LoadLanes(x.data() + i)), y.data() + i);
+  return y;
+}
+
+uint32_t BitsOfFloat(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof(bits));
+  return bits;
+}
+
+float FloatOfBits(uint32_t bits) {
+  float v;
+  std::memcpy(&v, &bits, sizeof(v));
+  return v;
+}
+
 // Every 1024th float32 between ln(FLT_MIN) and ln(FLT_MAX) by bit pattern (about 2
 // million values, each binade as densely), and random ones: |exp - e^x| <= 3 u e^x.
 TEST(FloatLanesTest, ExpIsWithinThreeUnitsOfRoundoff) {
   std::vector<float> x;
-  const auto bits_of = [](float v) {
-    uint32_t bits;
-    std::memcpy(&bits, &v, sizeof(bits));
-    return bits;
-  };
-  const auto float_of = [](uint32_t bits) {
-    float v;
-    std::memcpy(&v, &bits, sizeof(v));
-    return v;
-  };
-  for (uint32_t bits = 0; bits < bits_of(88.72f); bits += 1024) x.push_back(float_of(bits));
-  for (uint32_t bits = bits_of(-0.0f); bits < bits_of(-87.33f); bits += 1024) x.push_back(float_of(bits));
+  for (uint32_t bits = 0; bits < BitsOfFloat(88.72f); bits += 1024) x.push_back(FloatOfBits(bits));
+  for (uint32_t bits = BitsOfFloat(-0.0f); bits < BitsOfFloat(-87.33f); bits += 1024) x.push_back(FloatOfBits(bits));
   std::mt19937 gen(7);
   std::uniform_real_distribution<float> dist(-87.33f, 88.72f);
   for (int i = 0; i < 1 << 16; ++i) x.push_back(dist(gen));
@@ -73,6 +81,54 @@ TEST(FloatLanesTest, ExpSpecialValues) {
   EXPECT_EQ(y[13], 0.0f);
   EXPECT_EQ(y[14], 1.0f);
   EXPECT_EQ(y[15], 1.0f);
+}
+
+// Every 256th positive float32 below 4.5 by bit pattern (subnormals to where erf rounds
+// to 1; about 4 million values), their negatives, and both ends of the two polynomials:
+// |erf - ref| <= 3 u |ref|, plus half the smallest subnormal where the result is one.
+TEST(FloatLanesTest, ErfIsWithinThreeUnitsOfRoundoff) {
+  std::vector<float> x;
+  for (uint32_t bits = 0; bits < BitsOfFloat(4.5f); bits += 256) {
+    x.push_back(FloatOfBits(bits));
+    x.push_back(-FloatOfBits(bits));
+  }
+  for (float edge : {0.875f, 3.95f}) {
+    for (float v = edge, step = 0; step < 64; ++step, v = std::nextafter(v, 0.0f)) x.push_back(v);
+    for (float v = edge, step = 0; step < 64; ++step, v = std::nextafter(v, 5.0f)) x.push_back(v);
+  }
+  x.resize(x.size() - x.size() % kLanes);
+  const std::vector<float> y = ErfOf(x);
+  double worst = 0;
+  size_t worst_at = 0, failures = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double ref = std::erf(static_cast<double>(x[i]));
+    const double error = std::abs(y[i] - ref);
+    if (!(error <= 3 * kUnitF32 * std::abs(ref) + 0x1p-150)) ++failures;
+    const double in_units = error / (std::abs(ref) * kUnitF32);
+    if (ref != 0 && in_units > worst) worst = in_units, worst_at = i;
+  }
+  EXPECT_EQ(failures, 0u) << "worst: erf(" << x[worst_at] << ") = " << y[worst_at] << ", " << worst << " u off";
+}
+
+TEST(FloatLanesTest, ErfSpecialValues) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> x = {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 10.0f, -10.0f, 3.95f,
+                          1e-30f, -1e-30f, 0.5f, -0.5f, 2.0f, -2.0f, 1e30f, -1e30f};
+  const std::vector<float> y = ErfOf(x);
+  EXPECT_EQ(y[0], 0.0f);
+  EXPECT_TRUE(y[1] == 0.0f && std::signbit(y[1])) << "erf(-0) = -0";
+  EXPECT_EQ(y[2], 1.0f);
+  EXPECT_EQ(y[3], -1.0f);
+  EXPECT_TRUE(std::isnan(y[4]));
+  EXPECT_EQ(y[5], 1.0f);
+  EXPECT_EQ(y[6], -1.0f);
+  EXPECT_EQ(y[7], 1.0f);
+  EXPECT_NEAR(y[8], 1.1283791670955126e-30, 3 * kUnitF32 * 1.13e-30);
+  EXPECT_EQ(y[9], -y[8]);
+  EXPECT_EQ(y[11], -y[10]);
+  EXPECT_EQ(y[13], -y[12]);
+  EXPECT_EQ(y[14], 1.0f);
+  EXPECT_EQ(y[15], -1.0f);
 }
 
 // Floor of negative non-integers, integers and halves; the folds.
