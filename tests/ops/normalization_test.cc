@@ -235,7 +235,7 @@ TEST(LayerNormTest, Float32MatchesHandValues) {
 
 TEST(LayerNormTest, AllDtypesMatchRoundedReference) {
   for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
-    // axis = 1 on [3, 4, 16]: rows of 64 values.
+    // axis = 1 on [3, 4, 16]: rows of 64 values (four whole 16-lane vectors).
     const RoundedTensor x = RandomTensor(dtype, {3, 4, 16}, 77, -3.0, 5.0);
     const RoundedTensor scale = RandomTensor(dtype, {4, 16}, 78), bias = RandomTensor(dtype, {4, 16}, 79);
     auto out = SingleNode("LayerNormalization", 17)
@@ -254,6 +254,19 @@ TEST(LayerNormTest, AllDtypesMatchRoundedReference) {
       EXPECT_NEAR(ToDoubles((*out)[1])[r], ref.mean[r], 66 * kUnitF32 * 5);
       EXPECT_NEAR(ToDoubles((*out)[2])[r], ref.inv_std[r], 3 * 66 * kUnitF32 * 5 * ref.inv_std[r] * ref.inv_std[r]);
     }
+  }
+}
+
+// Rows of 37: two 16-lane vectors and a tail of 5, whose padding must stay out of the
+// mean and the variance. No bias.
+TEST(LayerNormTest, RowsWithATail) {
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    const RoundedTensor x = RandomTensor(dtype, {5, 37}, 80, -3.0, 5.0);
+    const RoundedTensor scale = RandomTensor(dtype, {37}, 81);
+    auto out = SingleNode("LayerNormalization", 17).Input(x.tensor).Input(scale.tensor).Run();
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    const NormRef ref = RefLayerNorm(dtype, x.values, 5, 37, scale.values, std::vector<double>(37, 0.0), 1e-5);
+    ExpectWithin(ToDoubles((*out)[0]), ref.y, ref.bound, std::string(DTypeName(dtype)) + " LayerNormalization");
   }
 }
 
