@@ -33,8 +33,9 @@ ONNX_AMP_LANES_INLINE void StoreLanes(const Lanes& lanes, float* values) { std::
 
 ONNX_AMP_LANES_INLINE Lanes SplatLanes(float value) { return Lanes{} + value; }
 
-// The larger of a and b per lane, skipping a NaN in either (NaN only where both are).
-ONNX_AMP_LANES_INLINE Lanes MaxLanes(Lanes a, Lanes b) { return (b > a) | (a != a) ? b : a; }
+// The larger of a and b per lane: a NaN in b is skipped, one in a kept. (A select on a
+// NaN test of a as well makes GCC write the loop in scalar code.)
+ONNX_AMP_LANES_INLINE Lanes MaxLanes(Lanes a, Lanes b) { return b > a ? b : a; }
 
 // The lanes folded in halves: 8 sums of pairs, then 4, 2, 1.
 ONNX_AMP_LANES_INLINE float FoldSum(Lanes lanes) {

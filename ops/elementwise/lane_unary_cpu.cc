@@ -31,7 +31,7 @@ ONNX_AMP_CPU_CLONES void ErfRun(const float* in, float* out, int64_t n) {
 
 Status Erf(KernelContext& context) {
   ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* x, RequiredInput(context, 0));
-  if (x->dtype() != DType::kFloat32 && !IsLowPrecision(x->dtype())) return RunUnary<kMaskFloats>(context, ErfOp{});
+  if (x->dtype() != DType::kFloat32 && !IsLowPrecision(x->dtype())) return RunUnary<kMaskFloat64>(context, ErfOp{});
   ONNX_AMP_ASSIGN_OR_RETURN(Tensor * y, context.AllocateOutput(0, x->dtype(), x->shape()));
   context.threads().ParallelFor(x->num_elements(), kParallelGrain, [&](int64_t begin, int64_t end) {
     if (x->dtype() == DType::kFloat32) {
