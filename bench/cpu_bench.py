@@ -294,7 +294,8 @@ def main(argv=None):
     parser.add_argument("--only", choices=("train", "infer"), help="run one half")
     parser.add_argument("--train-cases", nargs="+", default=["mlp:1024", "mlp:8192", "cnn:256"],
                         help="model:batch pairs (model mlp or cnn)")
-    parser.add_argument("--infer-models", nargs="+", default=["mlp_u4096", "cnn", "resnet_block", "resnet18"])
+    parser.add_argument("--infer-models", nargs="+",
+                        default=["mlp_u4096", "cnn", "resnet_block", "transformer_block", "resnet18"])
     parser.add_argument("--max-cpu-isa", choices=sorted(ISA_CAPS),
                         help="hold onnx-amp, oneDNN and PyTorch to this instruction set (ONNX Runtime cannot be)")
     args = parser.parse_args(argv)

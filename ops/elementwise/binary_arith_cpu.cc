@@ -1,4 +1,6 @@
 // Binary arithmetic with broadcasting: Add Sub Mul Div Pow Mod BitShift.
+#include <optional>
+
 #include "ops/common/elementwise_math.h"
 #include "ops/elementwise/elementwise_families.h"
 #include "ops/elementwise/elementwise_kernel.h"
@@ -24,6 +26,24 @@ Status BitShift(KernelContext& context) {
   return RunBinary<kMaskUnsigned>(context, BitShiftOp{direction == "LEFT"});
 }
 
+// The value of a one-element floating or integer exponent.
+std::optional<double> OneExponent(const Tensor& exponent) {
+  if (exponent.num_elements() != 1) return std::nullopt;
+  switch (exponent.dtype()) {
+    case DType::kFloat32: return exponent.data<float>()[0];
+    case DType::kFloat64: return exponent.data<double>()[0];
+    case DType::kFloat16: return exponent.data<Float16>()[0].ToFloat();
+    case DType::kBFloat16: return exponent.data<BFloat16>()[0].ToFloat();
+    case DType::kInt32: return exponent.data<int32_t>()[0];
+    case DType::kInt64: return static_cast<double>(exponent.data<int64_t>()[0]);
+    default: return std::nullopt;
+  }
+}
+
+struct SquareOp {
+  template <typename C> C operator()(C x) const { return x * x; }
+};
+
 // Pow's exponent may have another dtype than the base; the output has the base's.
 // Float bases compute in their float compute type, integer bases in double.
 Status Pow(KernelContext& context) {
@@ -35,6 +55,14 @@ Status Pow(KernelContext& context) {
     using T = typename decltype(base_tag)::type;
     using C = std::conditional_t<std::is_integral_v<T>, double, ComputeType<T>>;
     ONNX_AMP_ASSIGN_OR_RETURN(Tensor* z, context.AllocateOutput(0, DTypeOf<T>::value, plan.output_shape));
+    if constexpr (!std::is_integral_v<T>) {
+      // x^2 (decomposed LayerNorms and L2 norms square this way): x * x is the correctly
+      // rounded square, as pow's is, and vectorises where the library call does not.
+      if (OneExponent(*exponent) == 2.0) {
+        UnaryMap<C>(context.threads(), base->data<T>(), z->data<T>(), z->num_elements(), SquareOp{});
+        return Status::Ok();
+      }
+    }
     return DispatchDType<kMaskNumeric>(context, exponent->dtype(), [&](auto exponent_tag) -> Status {
       using E = typename decltype(exponent_tag)::type;
       BinaryBroadcast<C>(context.threads(), plan, base->data<T>(), exponent->data<E>(), z->data<T>(), PowOp{});

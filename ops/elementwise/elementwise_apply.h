@@ -20,7 +20,11 @@ namespace onnx_amp {
 inline constexpr int64_t kParallelGrain = 1 << 15;
 
 template <typename C, typename R, typename Fn>
-ONNX_AMP_CPU_CLONES void UnaryRun(const C* in, R* out, int64_t n, const Fn& fn) {
+ONNX_AMP_CPU_CLONES void UnaryRun(const C* in, R* out, int64_t n, const Fn& fn_ref) {
+  // A local copy of the functor: its parameters (LeakyRelu's alpha, Clip's bounds) read
+  // through the reference could alias `out`, so the loop reloaded them after every store
+  // and stayed scalar and branching.
+  const Fn fn = fn_ref;
   // `out` is `in` itself (an in-place output) or apart from it, never shifted: ivdep lets
   // the loop vectorise without a runtime overlap check, which the in-place case fails.
 #pragma GCC ivdep
@@ -52,7 +56,8 @@ void UnaryMap(ThreadPool& threads, const I* in, O* out, int64_t n, const Fn& fn)
 // compiler vectorises each. `out` is an operand of stride 1 itself or apart from both.
 template <typename C, typename R, typename Fn>
 ONNX_AMP_CPU_CLONES void BinaryRun(const C* a, int64_t stride_a, const C* b, int64_t stride_b, R* out, int64_t n,
-                      const Fn& fn) {
+                      const Fn& fn_ref) {
+  const Fn fn = fn_ref;  // a local copy, as in UnaryRun
   if (stride_a == 1 && stride_b == 1) {
 #pragma GCC ivdep
     for (int64_t i = 0; i < n; ++i) out[i] = fn(a[i], b[i]);

@@ -3,6 +3,7 @@
 // tie-breaking in TopK/ArgMax, stable ReduceLogSumExp, non-adjacent reduce axes.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -37,6 +38,57 @@ TEST(KernelReference, IntegerDivTruncatesAndModFollowsDivisorSign) {
   // C fmod: the dividend's sign.
   EXPECT_EQ(ToVector<int32_t>(RunOk(SingleNode("Mod", 13).Attr("fmod", int64_t{1}).Input(a).Input(b))[0]),
             (std::vector<int32_t>{-1, 1, -1, 1}));
+}
+
+// Pow with a one-element exponent of 2 squares (x * x, which the kernel takes instead of
+// the library's pow): the same bits as pow for every value, the overflows, underflows,
+// NaN and signed zero among them, whatever the exponent's dtype and rank.
+TEST(KernelReference, PowByTwoGivesPowsBits) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> base = {3.0f, -1.5f, 0.1f, inf, -inf, std::nanf(""), -0.0f, 1e20f, 1e-23f, -7.25e-3f};
+  std::vector<float> want;
+  for (float v : base) want.push_back(std::pow(v, 2.0f));
+  const Tensor x = MakeTensor<float>({2, 5}, base);
+  for (const Tensor& exponent : {MakeTensor<float>({}, {2.0f}), MakeTensor<int64_t>({1}, {2}),
+                                 MakeTensor<double>({1, 1, 1}, {2.0})}) {
+    const auto out = RunOk(SingleNode("Pow", 15).Input(x).Input(exponent));
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].num_elements(), 10);
+    const std::vector<float> got = ToVector<float>(out[0]);
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_TRUE(std::memcmp(&got[i], &want[i], sizeof(float)) == 0 || (std::isnan(got[i]) && std::isnan(want[i])))
+          << base[i] << "^2: " << got[i] << " against " << want[i];
+    }
+  }
+  EXPECT_EQ(RunOk(SingleNode("Pow", 15).Input(x).Input(MakeTensor<double>({1, 1, 1}, {2.0})))[0].shape(),
+            (Shape{1, 2, 5}));
+  // float16: the float32 square rounded once.
+  const Tensor half = MakeTensor<Float16>({3}, {Float16::FromFloat(300.0f), Float16::FromFloat(-0.3f),
+                                                  Float16::FromFloat(1e-4f)});
+  const auto squared = ToVector<Float16>(RunOk(SingleNode("Pow", 15).Input(half).Input(MakeTensor<Float16>({}, {Float16::FromFloat(2.0f)})))[0]);
+  for (int i = 0; i < 3; ++i) {
+    const float v = ToVector<Float16>(half)[i].ToFloat();
+    EXPECT_EQ(squared[i].bits, Float16::FromFloat(v * v).bits) << v;
+  }
+}
+
+// Where moves stored bits: a float16 NaN payload and -0 come through unchanged, along a
+// contiguous run and with a broadcast condition and a broadcast scalar.
+TEST(KernelReference, WhereMovesStoredBits) {
+  const std::vector<uint16_t> x_bits = {0x7E01, 0x8000, 0x3C00, 0xFC00, 0x0001, 0x4500};
+  std::vector<Float16> x_values;
+  for (uint16_t b : x_bits) x_values.push_back(Float16::FromBits(b));
+  const Tensor x = MakeTensor<Float16>({2, 3}, x_values);
+  const Tensor y = MakeTensor<Float16>({2, 3}, std::vector<Float16>(6, Float16::FromBits(0x5555)));
+  const Tensor condition = MakeTensor<bool>({2, 3}, {true, true, false, true, false, true});
+  const auto same_shape = ToVector<Float16>(RunOk(SingleNode("Where", 16).Input(condition).Input(x).Input(y))[0]);
+  const std::vector<uint16_t> want = {0x7E01, 0x8000, 0x5555, 0xFC00, 0x5555, 0x4500};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(same_shape[i].bits, want[i]) << i;
+  const Tensor row = MakeTensor<bool>({3}, {false, true, true});
+  const Tensor scalar = MakeTensor<Float16>({}, {Float16::FromBits(0x8000)});
+  const auto broadcast = ToVector<Float16>(RunOk(SingleNode("Where", 16).Input(row).Input(x).Input(scalar))[0]);
+  const std::vector<uint16_t> want_broadcast = {0x8000, 0x8000, 0x3C00, 0x8000, 0x0001, 0x4500};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(broadcast[i].bits, want_broadcast[i]) << i;
 }
 
 // Integer Pow is computed in double; a result beyond int64 saturates as Cast does (a plain
