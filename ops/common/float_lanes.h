@@ -153,4 +153,39 @@ ONNX_AMP_LANES_INLINE Lanes ErfLanes(Lanes x) {
   return x != x ? x : result;
 }
 
+// tanh(x) per lane, within 4 float32 units of roundoff (measured in float_lanes_test):
+//   |x| < 0.7:   x P(x^2), P of degree 6 fitted for this code (near-minimax, relative);
+//   |x| >= 0.7:  1 - 2 / (exp(2|x|) + 1), which reaches 1 where exp overflows.
+// tanh(-x) = -tanh(x) (the sign bit carried over), NaN stays NaN.
+ONNX_AMP_LANES_INLINE Lanes TanhLanes(Lanes x) {
+  const LaneInts sign = BitsOf(x) & static_cast<int32_t>(0x80000000u);
+  const Lanes a = LanesOfBits(BitsOf(x) & 0x7FFFFFFF);
+  const Lanes s = a * a;
+  Lanes p = SplatLanes(1.879777177e-03f);
+  p = p * s + -7.858087309e-03f;
+  p = p * s + 2.155568451e-02f;
+  p = p * s + -5.391646549e-02f;
+  p = p * s + 1.333291978e-01f;
+  p = p * s + -3.333331943e-01f;
+  p = p * s + 1.0f;
+  const Lanes near_zero = a * p;
+  const Lanes far = 1.0f - 2.0f / (ExpLanes(a + a) + 1.0f);
+  const Lanes magnitude = a < 0.7f ? near_zero : far;
+  const Lanes result = LanesOfBits(BitsOf(magnitude) | sign);
+  return x != x ? x : result;
+}
+
+// 1 / (1 + exp(-x)) per lane, split by sign as the scalar form is (exp of -|x| never
+// overflows): e = exp(-|x|), 1 / (1 + e) for x >= 0, e / (1 + e) below. Within 5 units
+// of roundoff (exp's 3 and two roundings); results below FLT_MIN (x < -87.3) are 0, as
+// exp's are. NaN stays NaN.
+ONNX_AMP_LANES_INLINE Lanes SigmoidLanes(Lanes x) {
+  const Lanes a = LanesOfBits(BitsOf(x) & 0x7FFFFFFF);
+  const Lanes e = ExpLanes(-a);
+  const Lanes denominator = 1.0f + e;
+  const Lanes positive = 1.0f / denominator;
+  const Lanes negative = e / denominator;
+  return x >= 0.0f ? positive : negative;
+}
+
 }  // namespace onnx_amp

@@ -12,6 +12,7 @@
 #include "ops/elementwise/activations.h"
 #include "ops/elementwise/elementwise_families.h"
 #include "ops/elementwise/elementwise_kernel.h"
+#include "ops/elementwise/lane_unary.h"
 #include "ops/kernel_registry.h"
 #include "runtime/core/onnx_domain.h"
 #include "runtime/exec/thread_pool.h"
@@ -92,7 +93,8 @@ Status Gelu(KernelContext& context) {
   if (approximate != "none" && approximate != "tanh") {
     return context.Error(ErrorCode::kInvalidModel, "approximate must be 'none' or 'tanh', got '" + approximate + "'");
   }
-  return RunUnary<kMaskFloats>(context, GeluOp{approximate == "tanh"});
+  return approximate == "tanh" ? LaneUnaryKernel<LaneFunction::kGeluTanh>(context)
+                               : LaneUnaryKernel<LaneFunction::kGelu>(context);
 }
 
 Status Shrink(KernelContext& context) {
@@ -172,12 +174,12 @@ constexpr Activation kActivations[] = {
     {"Elu", Elu},
     {"Selu", Selu},
     {"Celu", Celu},
-    {"Sigmoid", FloatUnary<SigmoidOp>, "SigmoidGrad", PointwiseGrad<SigmoidSlope>, SlopeOf::kOutput},
+    {"Sigmoid", LaneUnaryKernel<LaneFunction::kSigmoid>, "SigmoidGrad", PointwiseGrad<SigmoidSlope>, SlopeOf::kOutput},
     {"HardSigmoid", HardSigmoid},
     {"HardSwish", FloatUnary<HardSwishOp>},
     {"Softplus", FloatUnary<SoftplusOp>},
     {"Softsign", FloatUnary<SoftsignOp>},
-    {"Tanh", FloatUnary<TanhOp>, "TanhGrad", PointwiseGrad<TanhSlope>, SlopeOf::kOutput},
+    {"Tanh", LaneUnaryKernel<LaneFunction::kTanh>, "TanhGrad", PointwiseGrad<TanhSlope>, SlopeOf::kOutput},
     {"ThresholdedRelu", ThresholdedRelu},
     {"Gelu", Gelu, "GeluGrad", GeluGrad, SlopeOf::kInput, {"approximate"}},
     {"Mish", FloatUnary<MishOp>},

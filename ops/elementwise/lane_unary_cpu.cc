@@ -1,8 +1,7 @@
-// Element-wise functions whose scalar forms are library calls the compiler cannot
-// vectorise, run in 16-lane forms instead (ops/common/float_lanes.h): Erf (the GELU of
-// transformer exports). float32 runs in place of the scalar loop; float16 and bfloat16
-// are widened and rounded a block at a time, so they give the float32 results rounded
-// once; float64 keeps the scalar functor.
+// The lane kernels of lane_unary.h, and the registration of Exp and Erf (Sigmoid, Tanh
+// and Gelu register with their gradients in activations_cpu.cc).
+#include "ops/elementwise/lane_unary.h"
+
 #include <algorithm>
 
 #include "ops/common/block_io.h"
@@ -17,42 +16,79 @@
 namespace onnx_amp {
 namespace {
 
-// out[0, n) = erf(in[0, n)); out may be in. The last n % 16 values go through the same
+template <LaneFunction kFunction>
+ONNX_AMP_LANES_INLINE Lanes Apply(Lanes x) {
+  if constexpr (kFunction == LaneFunction::kExp) return ExpLanes(x);
+  if constexpr (kFunction == LaneFunction::kErf) return ErfLanes(x);
+  if constexpr (kFunction == LaneFunction::kSigmoid) return SigmoidLanes(x);
+  if constexpr (kFunction == LaneFunction::kTanh) return TanhLanes(x);
+  if constexpr (kFunction == LaneFunction::kGelu) return 0.5f * x * (1.0f + ErfLanes(x * 0.70710678118654752440f));
+  if constexpr (kFunction == LaneFunction::kGeluTanh) {
+    const Lanes k = SplatLanes(0.79788456080286535588f);  // sqrt(2 / pi)
+    return 0.5f * x * (1.0f + TanhLanes(k * (x + 0.044715f * x * x * x)));
+  }
+}
+
+// out[0, n) = f(in[0, n)); out may be in. The last n % 16 values go through the same
 // lanes, padded with zeros.
-ONNX_AMP_CPU_CLONES void ErfRun(const float* in, float* out, int64_t n) {
+template <LaneFunction kFunction>
+ONNX_AMP_CPU_CLONES void LaneRun(const float* in, float* out, int64_t n) {
   int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) StoreLanes(ErfLanes(LoadLanes(in + i)), out + i);
+  for (; i + kLanes <= n; i += kLanes) StoreLanes(Apply<kFunction>(LoadLanes(in + i)), out + i);
   if (i == n) return;
   float tail[kLanes] = {};
   std::copy(in + i, in + n, tail);
-  StoreLanes(ErfLanes(LoadLanes(tail)), tail);
+  StoreLanes(Apply<kFunction>(LoadLanes(tail)), tail);
   std::copy(tail, tail + (n - i), out + i);
 }
 
-Status Erf(KernelContext& context) {
+// The scalar form, for float64.
+template <LaneFunction kFunction>
+auto ScalarForm() {
+  if constexpr (kFunction == LaneFunction::kExp) return ExpOp{};
+  if constexpr (kFunction == LaneFunction::kErf) return ErfOp{};
+  if constexpr (kFunction == LaneFunction::kSigmoid) return SigmoidOp{};
+  if constexpr (kFunction == LaneFunction::kTanh) return TanhOp{};
+  if constexpr (kFunction == LaneFunction::kGelu) return GeluOp{false};
+  if constexpr (kFunction == LaneFunction::kGeluTanh) return GeluOp{true};
+}
+
+}  // namespace
+
+template <LaneFunction kFunction>
+Status LaneUnaryKernel(KernelContext& context) {
   ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* x, RequiredInput(context, 0));
-  if (x->dtype() != DType::kFloat32 && !IsLowPrecision(x->dtype())) return RunUnary<kMaskFloat64>(context, ErfOp{});
+  if (x->dtype() != DType::kFloat32 && !IsLowPrecision(x->dtype())) {
+    return RunUnary<kMaskFloat64>(context, ScalarForm<kFunction>());
+  }
   ONNX_AMP_ASSIGN_OR_RETURN(Tensor * y, context.AllocateOutput(0, x->dtype(), x->shape()));
   context.threads().ParallelFor(x->num_elements(), kParallelGrain, [&](int64_t begin, int64_t end) {
     if (x->dtype() == DType::kFloat32) {
-      ErfRun(x->data<float>() + begin, y->data<float>() + begin, end - begin);
+      LaneRun<kFunction>(x->data<float>() + begin, y->data<float>() + begin, end - begin);
       return;
     }
     float block[kBlockSize];
     for (int64_t i = begin; i < end; i += kBlockSize) {
       const int64_t count = std::min(kBlockSize, end - i);
       LoadFloat32Block(*x, i, count, block);
-      ErfRun(block, block, count);
+      LaneRun<kFunction>(block, block, count);
       StoreFloat32Block(block, i, count, *y);
     }
   });
   return Status::Ok();
 }
 
-}  // namespace
+template Status LaneUnaryKernel<LaneFunction::kExp>(KernelContext& context);
+template Status LaneUnaryKernel<LaneFunction::kErf>(KernelContext& context);
+template Status LaneUnaryKernel<LaneFunction::kSigmoid>(KernelContext& context);
+template Status LaneUnaryKernel<LaneFunction::kTanh>(KernelContext& context);
+template Status LaneUnaryKernel<LaneFunction::kGelu>(KernelContext& context);
+template Status LaneUnaryKernel<LaneFunction::kGeluTanh>(KernelContext& context);
 
 void RegisterLaneUnaryCpuKernels(KernelRegistry& registry) {
-  registry.Register({"", "Erf", DeviceKind::kCpu, Erf, true});  // may_inplace: element i reads element i
+  // may_inplace: element i of the output reads only element i of the input.
+  registry.Register({"", "Exp", DeviceKind::kCpu, LaneUnaryKernel<LaneFunction::kExp>, true});
+  registry.Register({"", "Erf", DeviceKind::kCpu, LaneUnaryKernel<LaneFunction::kErf>, true});
 }
 
 }  // namespace onnx_amp

@@ -1,5 +1,6 @@
-// The 16-lane float32 helpers of ops/common/float_lanes.h: exp and erf against the double
-// functions over their whole float32 ranges, their special values, and the lane folds.
+// The 16-lane float32 helpers of ops/common/float_lanes.h: exp, erf, tanh and sigmoid
+// against the double functions over their whole float32 ranges, their special values,
+// and the lane folds.
 #include "ops/common/float_lanes.h"
 
 #include <cmath>
@@ -24,6 +25,20 @@ std::vector<float> ExpOf(const std::vector<float>& x) {
 std::vector<float> ErfOf(const std::vector<float>& x) {
   std::vector<float> y(x.size());
   for (size_t i = 0; i + kLanes <= x.size(); i += kLanes) StoreLanes(ErfLanes(LoadLanes(x.data() + i)), y.data() + i);
+  return y;
+}
+
+std::vector<float> TanhOf(const std::vector<float>& x) {
+  std::vector<float> y(x.size());
+  for (size_t i = 0; i + kLanes <= x.size(); i += kLanes) StoreLanes(TanhLanes(LoadLanes(x.data() + i)), y.data() + i);
+  return y;
+}
+
+std::vector<float> SigmoidOf(const std::vector<float>& x) {
+  std::vector<float> y(x.size());
+  for (size_t i = 0; i + kLanes <= x.size(); i += kLanes) {
+    StoreLanes(SigmoidLanes(LoadLanes(x.data() + i)), y.data() + i);
+  }
   return y;
 }
 
@@ -129,6 +144,73 @@ TEST(FloatLanesTest, ErfSpecialValues) {
   EXPECT_EQ(y[13], -y[12]);
   EXPECT_EQ(y[14], 1.0f);
   EXPECT_EQ(y[15], -1.0f);
+}
+
+// Every 256th float32 of either sign below 12 by bit pattern (tanh rounds to +-1 from
+// 9.01), and both sides of the switch at 0.7: |tanh - ref| <= 4 u |ref|, plus half the
+// smallest subnormal.
+TEST(FloatLanesTest, TanhIsWithinFourUnitsOfRoundoff) {
+  std::vector<float> x;
+  for (uint32_t bits = 0; bits < BitsOfFloat(12.0f); bits += 256) {
+    x.push_back(FloatOfBits(bits));
+    x.push_back(-FloatOfBits(bits));
+  }
+  for (float v = 0.7f, step = 0; step < 64; ++step, v = std::nextafter(v, 0.0f)) x.push_back(v);
+  for (float v = 0.7f, step = 0; step < 64; ++step, v = std::nextafter(v, 1.0f)) x.push_back(v);
+  x.resize(x.size() - x.size() % kLanes);
+  const std::vector<float> y = TanhOf(x);
+  size_t failures = 0, worst_at = 0;
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double ref = std::tanh(static_cast<double>(x[i]));
+    const double error = std::abs(y[i] - ref);
+    if (!(error <= 4 * kUnitF32 * std::abs(ref) + 0x1p-150)) ++failures;
+    if (ref != 0 && error / (std::abs(ref) * kUnitF32) > worst) worst = error / (std::abs(ref) * kUnitF32), worst_at = i;
+  }
+  EXPECT_EQ(failures, 0u) << "worst: tanh(" << x[worst_at] << ") = " << y[worst_at] << ", " << worst << " u off";
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> special =
+      TanhOf({0.0f, -0.0f, inf, -inf, std::nanf(""), 50.0f, -50.0f, 1e-30f, 0, 0, 0, 0, 0, 0, 0, 0});
+  EXPECT_TRUE(special[0] == 0.0f && !std::signbit(special[0]));
+  EXPECT_TRUE(special[1] == 0.0f && std::signbit(special[1]));
+  EXPECT_EQ(special[2], 1.0f);
+  EXPECT_EQ(special[3], -1.0f);
+  EXPECT_TRUE(std::isnan(special[4]));
+  EXPECT_EQ(special[5], 1.0f);
+  EXPECT_EQ(special[6], -1.0f);
+  EXPECT_EQ(special[7], 1e-30f);
+}
+
+// Every 256th float32 of either sign below 90 by bit pattern: |sigmoid - ref| <= 5 u |ref|
+// where the result is at least FLT_MIN; below, at most FLT_MIN (exp's flush).
+TEST(FloatLanesTest, SigmoidIsWithinFiveUnitsOfRoundoff) {
+  std::vector<float> x;
+  for (uint32_t bits = 0; bits < BitsOfFloat(90.0f); bits += 256) {
+    x.push_back(FloatOfBits(bits));
+    x.push_back(-FloatOfBits(bits));
+  }
+  x.resize(x.size() - x.size() % kLanes);
+  const std::vector<float> y = SigmoidOf(x);
+  size_t failures = 0, worst_at = 0;
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double ref = 1.0 / (1.0 + std::exp(-static_cast<double>(x[i])));
+    const double error = std::abs(y[i] - ref);
+    const double bound = ref >= std::numeric_limits<float>::min() ? 5 * kUnitF32 * ref : std::numeric_limits<float>::min();
+    if (!(error <= bound)) ++failures;
+    if (ref >= std::numeric_limits<float>::min() && error / (ref * kUnitF32) > worst) worst = error / (ref * kUnitF32), worst_at = i;
+  }
+  EXPECT_EQ(failures, 0u) << "worst: sigmoid(" << x[worst_at] << ") = " << y[worst_at] << ", " << worst << " u off";
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> special =
+      SigmoidOf({0.0f, -0.0f, inf, -inf, std::nanf(""), 100.0f, -100.0f, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+  EXPECT_EQ(special[0], 0.5f);
+  EXPECT_EQ(special[1], 0.5f);
+  EXPECT_EQ(special[2], 1.0f);
+  EXPECT_EQ(special[3], 0.0f);
+  EXPECT_TRUE(std::isnan(special[4]));
+  EXPECT_EQ(special[5], 1.0f);
+  EXPECT_EQ(special[6], 0.0f);
 }
 
 // Floor of negative non-integers, integers and halves; the folds.
