@@ -3,9 +3,12 @@
 // (two passes), then scaled and shifted per channel. InstanceNormalization is the
 // case G = C. GroupNormalization-18 gives Scale/B per group, -21 per channel.
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "ops/common/float32_buffers.h"
 #include "ops/common/float_compute.h"
+#include "ops/normalization/lane_statistics.h"
 #include "ops/normalization/normalization_kernels.h"
 #include "ops/normalization/row_statistics.h"
 #include "runtime/exec/thread_pool.h"
@@ -44,13 +47,28 @@ Status RunGroupNorm(KernelContext& context, const Tensor& x, int64_t groups, Ten
   const T* in = x.data<T>();
   T* out = y.data<T>();
   context.threads().ParallelFor(batch * groups, ItemsPerChunk(block, 1 << 14), [&](int64_t begin, int64_t end) {
+    // float32, float16 and bfloat16 blocks go through the lane loops
+    // (lane_statistics.h), low-precision ones widened into `buffer`.
+    constexpr bool kLaneBlocks = std::is_same_v<Acc, float>;
+    std::vector<float> buffer(kLaneBlocks && !std::is_same_v<T, float> ? static_cast<size_t>(block) : 0);
     for (int64_t b = begin; b < end; ++b) {
-      const T* values = in + b * block;
-      const auto [mean, inv_std] = MeanAndInvStd(values, block, epsilon);
       const int64_t first_channel = (b % groups) * group_channels;
-      for (int64_t i = 0; i < block; ++i) {
-        const int64_t c = first_channel + i / spatial;
-        out[b * block + i] = StoreValue<T>((LoadValue(values[i]) - mean) * inv_std * scale[c] + bias[c]);
+      if constexpr (kLaneBlocks) {
+        const float* values = Float32BlockOf(x, b * block, block, buffer.data());
+        float* normalized = std::is_same_v<T, float> ? y.data<float>() + b * block : buffer.data();
+        const LaneStatistics statistics = LaneMeanAndInvStd(values, block, epsilon);
+        for (int64_t c = 0; c < group_channels; ++c) {
+          LaneNormalizeUniform(values + c * spatial, spatial, statistics, scale[first_channel + c],
+                               bias[first_channel + c], normalized + c * spatial);
+        }
+        StoreFloat32Block(normalized, b * block, block, y);
+      } else {
+        const T* values = in + b * block;
+        const auto [mean, inv_std] = MeanAndInvStd(values, block, epsilon);
+        for (int64_t i = 0; i < block; ++i) {
+          const int64_t c = first_channel + i / spatial;
+          out[b * block + i] = StoreValue<T>((LoadValue(values[i]) - mean) * inv_std * scale[c] + bias[c]);
+        }
       }
     }
   });

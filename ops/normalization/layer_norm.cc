@@ -3,15 +3,13 @@
 // scaled and shifted by Scale and B (broadcast to the normalised dims). The optional
 // Mean and InvStdDev outputs have shape [d0, ..., d(axis-1), 1, ..., 1].
 #include <algorithm>
-#include <cmath>
 #include <string>
 #include <type_traits>
 #include <vector>
 
-#include "ops/common/cpu_clones.h"
 #include "ops/common/float32_buffers.h"
 #include "ops/common/float_compute.h"
-#include "ops/common/float_lanes.h"
+#include "ops/normalization/lane_statistics.h"
 #include "ops/normalization/normalization_kernels.h"
 #include "ops/normalization/row_statistics.h"
 #include "runtime/exec/thread_pool.h"
@@ -51,50 +49,6 @@ Expected<std::vector<ComputeType<T>>> RowParameter(const KernelContext& context,
   return values;
 }
 
-// The lanes below `count` (the rest of a padded tail) as all-ones masks.
-ONNX_AMP_LANES_INLINE LaneInts LanesBelow(int64_t count) {
-  LaneInts index;
-  for (int l = 0; l < kLanes; ++l) index[l] = l;
-  return index < static_cast<int32_t>(count);
-}
-
-struct RowNorm {
-  float mean, inv_std;
-};
-
-// One float32 row in 16 lanes (ops/common/float_lanes.h): the mean, the mean square
-// deviation, and y = (x - mean) * inv_std * scale + bias (bias may be null); y may be x.
-// The last cols % 16 values go through the same lanes from a padded copy.
-ONNX_AMP_CPU_CLONES RowNorm LaneLayerNormRow(const float* x, const float* scale, const float* bias, float* y,
-                                             int64_t cols, float epsilon) {
-  const int64_t body = cols - cols % kLanes;
-  float tail[kLanes] = {}, tail_scale[kLanes] = {}, tail_bias[kLanes] = {};
-  std::copy(x + body, x + cols, tail);
-  std::copy(scale + body, scale + cols, tail_scale);
-  if (bias != nullptr) std::copy(bias + body, bias + cols, tail_bias);
-  const LaneInts in_tail = LanesBelow(cols - body);
-  Lanes sums = LoadLanes(tail);
-  for (int64_t i = 0; i < body; i += kLanes) sums += LoadLanes(x + i);
-  const float mean = FoldSum(sums) / static_cast<float>(cols);
-  const Lanes mean_lanes = SplatLanes(mean);
-  const Lanes tail_deviation = in_tail ? LoadLanes(tail) - mean_lanes : SplatLanes(0.0f);
-  Lanes squares = tail_deviation * tail_deviation;
-  for (int64_t i = 0; i < body; i += kLanes) {
-    const Lanes deviation = LoadLanes(x + i) - mean_lanes;
-    squares += deviation * deviation;
-  }
-  const float inv_std = 1.0f / std::sqrt(FoldSum(squares) / static_cast<float>(cols) + epsilon);
-  const Lanes inv_std_lanes = SplatLanes(inv_std);
-  for (int64_t i = 0; i < body; i += kLanes) {
-    const Lanes normalized = (LoadLanes(x + i) - mean_lanes) * inv_std_lanes;
-    StoreLanes(normalized * LoadLanes(scale + i) + (bias != nullptr ? LoadLanes(bias + i) : SplatLanes(0.0f)), y + i);
-  }
-  const Lanes normalized = (LoadLanes(tail) - mean_lanes) * inv_std_lanes;
-  StoreLanes(normalized * LoadLanes(tail_scale) + LoadLanes(tail_bias), tail);
-  std::copy(tail, tail + (cols - body), y + body);
-  return {mean, inv_std};
-}
-
 template <typename T>
 Status RunLayerNorm(KernelContext& context, const Tensor& x, int64_t axis, double epsilon, Tensor& y,
                     Tensor* mean_out, Tensor* inv_std_out) {
@@ -116,10 +70,10 @@ Status RunLayerNorm(KernelContext& context, const Tensor& x, int64_t axis, doubl
       if constexpr (kLaneRows) {
         const float* row = Float32BlockOf(x, r * cols, cols, row_buffer.data());
         float* row_out = std::is_same_v<T, float> ? y.data<float>() + r * cols : row_buffer.data();
-        const RowNorm norm = LaneLayerNormRow(row, scale.data(), bias.empty() ? nullptr : bias.data(), row_out, cols,
-                                              static_cast<float>(epsilon));
+        const LaneStatistics statistics = LaneMeanAndInvStd(row, cols, static_cast<float>(epsilon));
+        LaneNormalize(row, cols, statistics, scale.data(), bias.empty() ? nullptr : bias.data(), row_out);
         StoreFloat32Block(row_out, r * cols, cols, y);
-        mean = norm.mean, inv_std = norm.inv_std;
+        mean = statistics.mean, inv_std = statistics.inv_std;
       } else {
         const T* row = in + r * cols;
         const auto statistics = MeanAndInvStd(row, cols, static_cast<Acc>(epsilon));

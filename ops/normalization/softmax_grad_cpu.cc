@@ -110,7 +110,8 @@ Status SoftmaxFamilyGrad(KernelContext& context, GradKind kind) {
   if (rows.inner == 1) return LaneGrad(context, kind, *dy, *y, rows.outer, rows.extent);
   if (kind == GradKind::kSoftmax) {
     return StridedGrad(
-        context, dy, y, rows, [](float g, float v) { return g * v; }, [](float g, float v, float sum) { return v * (g - sum); });
+        context, dy, y, rows, [](float g, float v) { return g * v; },
+        [](float g, float v, float sum) { return v * (g - sum); });
   }
   return StridedGrad(
       context, dy, y, rows, [](float g, float) { return g; },

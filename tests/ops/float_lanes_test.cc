@@ -198,7 +198,8 @@ TEST(FloatLanesTest, SigmoidIsWithinFiveUnitsOfRoundoff) {
     const double error = std::abs(y[i] - ref);
     const double bound = ref >= std::numeric_limits<float>::min() ? 5 * kUnitF32 * ref : std::numeric_limits<float>::min();
     if (!(error <= bound)) ++failures;
-    if (ref >= std::numeric_limits<float>::min() && error / (ref * kUnitF32) > worst) worst = error / (ref * kUnitF32), worst_at = i;
+    const double in_units = error / (ref * kUnitF32);
+    if (ref >= std::numeric_limits<float>::min() && in_units > worst) worst = in_units, worst_at = i;
   }
   EXPECT_EQ(failures, 0u) << "worst: sigmoid(" << x[worst_at] << ") = " << y[worst_at] << ", " << worst << " u off";
   const float inf = std::numeric_limits<float>::infinity();

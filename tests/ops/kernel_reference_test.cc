@@ -65,7 +65,8 @@ TEST(KernelReference, PowByTwoGivesPowsBits) {
   // float16: the float32 square rounded once.
   const Tensor half = MakeTensor<Float16>({3}, {Float16::FromFloat(300.0f), Float16::FromFloat(-0.3f),
                                                   Float16::FromFloat(1e-4f)});
-  const auto squared = ToVector<Float16>(RunOk(SingleNode("Pow", 15).Input(half).Input(MakeTensor<Float16>({}, {Float16::FromFloat(2.0f)})))[0]);
+  const Tensor two = MakeTensor<Float16>({}, {Float16::FromFloat(2.0f)});
+  const auto squared = ToVector<Float16>(RunOk(SingleNode("Pow", 15).Input(half).Input(two))[0]);
   for (int i = 0; i < 3; ++i) {
     const float v = ToVector<Float16>(half)[i].ToFloat();
     EXPECT_EQ(squared[i].bits, Float16::FromFloat(v * v).bits) << v;

@@ -347,45 +347,51 @@ TEST(BatchNormTest, LowPrecisionWithFloat32Statistics) {
 
 TEST(InstanceGroupNormTest, MatchLayerNormOfEachBlock) {
   // InstanceNorm is LayerNorm over each (n, c) plane; GroupNorm over each (n, group).
-  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
-    const RoundedTensor x = RandomTensor(dtype, {2, 4, 3, 5}, 120, -2, 3);
-    const RoundedTensor scale = RandomTensor(dtype, {4}, 121), bias = RandomTensor(dtype, {4}, 122);
-    auto inst = SingleNode("InstanceNormalization", 6).Input(x.tensor).Input(scale.tensor).Input(bias.tensor).Run();
-    ASSERT_TRUE(inst.ok()) << inst.status().message();
-    std::vector<double> row_scale, row_bias;
-    for (int c = 0; c < 4; ++c)
-      for (int i = 0; i < 15; ++i) row_scale.push_back(scale.values[c]), row_bias.push_back(bias.values[c]);
-    std::vector<double> want, bound;
-    for (int n = 0; n < 2; ++n) {
-      for (int c = 0; c < 4; ++c) {
-        const std::vector<double> plane(x.values.begin() + (n * 4 + c) * 15, x.values.begin() + (n * 4 + c + 1) * 15);
-        const NormRef ref = RefLayerNorm(dtype, plane, 1, 15, std::vector<double>(15, scale.values[c]),
-                                         std::vector<double>(15, bias.values[c]), 1e-5);
-        want.insert(want.end(), ref.y.begin(), ref.y.end());
-        bound.insert(bound.end(), ref.bound.begin(), ref.bound.end());
+  // Planes of 15 (a 16-lane tail only) and of 35 (two vectors and a tail of 3).
+  for (const Shape& shape : {Shape{2, 4, 3, 5}, Shape{2, 4, 5, 7}}) {
+    const int plane_size = static_cast<int>(shape[2] * shape[3]);
+    for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+      const RoundedTensor x = RandomTensor(dtype, shape, 120, -2, 3);
+      const RoundedTensor scale = RandomTensor(dtype, {4}, 121), bias = RandomTensor(dtype, {4}, 122);
+      auto inst = SingleNode("InstanceNormalization", 6).Input(x.tensor).Input(scale.tensor).Input(bias.tensor).Run();
+      ASSERT_TRUE(inst.ok()) << inst.status().message();
+      std::vector<double> row_scale, row_bias;
+      for (int c = 0; c < 4; ++c)
+        for (int i = 0; i < plane_size; ++i) row_scale.push_back(scale.values[c]), row_bias.push_back(bias.values[c]);
+      std::vector<double> want, bound;
+      for (int n = 0; n < 2; ++n) {
+        for (int c = 0; c < 4; ++c) {
+          const auto first = x.values.begin() + (n * 4 + c) * plane_size;
+          const std::vector<double> plane(first, first + plane_size);
+          const NormRef ref = RefLayerNorm(dtype, plane, 1, plane_size, std::vector<double>(plane_size, scale.values[c]),
+                                           std::vector<double>(plane_size, bias.values[c]), 1e-5);
+          want.insert(want.end(), ref.y.begin(), ref.y.end());
+          bound.insert(bound.end(), ref.bound.begin(), ref.bound.end());
+        }
       }
-    }
-    ExpectWithin(ToDoubles((*inst)[0]), want, bound, std::string(DTypeName(dtype)) + " InstanceNormalization");
+      ExpectWithin(ToDoubles((*inst)[0]), want, bound, std::string(DTypeName(dtype)) + " InstanceNormalization");
 
-    // GroupNormalization-21, 2 groups of 2 channels, per-channel scale and bias.
-    auto group = SingleNode("GroupNormalization", 21)
-                     .Attr("num_groups", int64_t{2})
-                     .Input(x.tensor).Input(scale.tensor).Input(bias.tensor)
-                     .Run();
-    ASSERT_TRUE(group.ok()) << group.status().message();
-    want.clear();
-    bound.clear();
-    for (int n = 0; n < 2; ++n) {
-      for (int g = 0; g < 2; ++g) {
-        const std::vector<double> block(x.values.begin() + (n * 4 + 2 * g) * 15, x.values.begin() + (n * 4 + 2 * g + 2) * 15);
-        const std::vector<double> s(row_scale.begin() + g * 30, row_scale.begin() + (g + 1) * 30);
-        const std::vector<double> b(row_bias.begin() + g * 30, row_bias.begin() + (g + 1) * 30);
-        const NormRef ref = RefLayerNorm(dtype, block, 1, 30, s, b, 1e-5);
-        want.insert(want.end(), ref.y.begin(), ref.y.end());
-        bound.insert(bound.end(), ref.bound.begin(), ref.bound.end());
+      // GroupNormalization-21, 2 groups of 2 channels, per-channel scale and bias.
+      auto group = SingleNode("GroupNormalization", 21)
+                       .Attr("num_groups", int64_t{2})
+                       .Input(x.tensor).Input(scale.tensor).Input(bias.tensor)
+                       .Run();
+      ASSERT_TRUE(group.ok()) << group.status().message();
+      want.clear();
+      bound.clear();
+      for (int n = 0; n < 2; ++n) {
+        for (int g = 0; g < 2; ++g) {
+          const auto first = x.values.begin() + (n * 4 + 2 * g) * plane_size;
+          const std::vector<double> block(first, first + 2 * plane_size);
+          const std::vector<double> s(row_scale.begin() + g * 2 * plane_size, row_scale.begin() + (g + 1) * 2 * plane_size);
+          const std::vector<double> b(row_bias.begin() + g * 2 * plane_size, row_bias.begin() + (g + 1) * 2 * plane_size);
+          const NormRef ref = RefLayerNorm(dtype, block, 1, 2 * plane_size, s, b, 1e-5);
+          want.insert(want.end(), ref.y.begin(), ref.y.end());
+          bound.insert(bound.end(), ref.bound.begin(), ref.bound.end());
+        }
       }
+      ExpectWithin(ToDoubles((*group)[0]), want, bound, std::string(DTypeName(dtype)) + " GroupNormalization");
     }
-    ExpectWithin(ToDoubles((*group)[0]), want, bound, std::string(DTypeName(dtype)) + " GroupNormalization");
   }
 }
 
