@@ -73,6 +73,48 @@ void RunLaneSoftmax(KernelContext& context, const Tensor& x, const AxisView& v, 
   });
 }
 
+// Softmax or LogSoftmax of 16 columns at once, along an axis that is not the last:
+// block[k * 16 + l] is element k of column l (k < count), in place. Each lane runs the
+// scalar loop's order over its own column (the max, then exp(x - max) summed from k = 0).
+ONNX_AMP_CPU_CLONES void LaneSoftmaxColumns(SoftmaxKind kind, float* block, int64_t count) {
+  Lanes max = SplatLanes(-std::numeric_limits<float>::infinity());
+  for (int64_t k = 0; k < count; ++k) max = MaxLanes(max, LoadLanes(block + k * kLanes));
+  Lanes sum = SplatLanes(0.0f);
+  for (int64_t k = 0; k < count; ++k) {
+    const Lanes e = ExpLanes(LoadLanes(block + k * kLanes) - max);
+    if (kind == SoftmaxKind::kSoftmax) StoreLanes(e, block + k * kLanes);
+    sum += e;
+  }
+  if (kind == SoftmaxKind::kSoftmax) {
+    for (int64_t k = 0; k < count; ++k) StoreLanes(LoadLanes(block + k * kLanes) / sum, block + k * kLanes);
+    return;
+  }
+  Lanes log_sum;
+  for (int l = 0; l < kLanes; ++l) log_sum[l] = std::log(sum[l]);
+  for (int64_t k = 0; k < count; ++k) StoreLanes(LoadLanes(block + k * kLanes) - max - log_sum, block + k * kLanes);
+}
+
+// Softmax or LogSoftmax along a non-last axis of a float32, float16 or bfloat16 tensor
+// ([outer, count, inner], inner > 1): blocks of 16 inner positions are gathered (and
+// widened) into a [count, 16] buffer, normalised in lanes and written back; a block short
+// of 16 pads with zeros, whose lanes are dropped.
+void RunLaneSoftmaxColumns(KernelContext& context, const Tensor& x, const AxisView& v, SoftmaxKind kind, Tensor& y) {
+  const int64_t blocks_per_outer = (v.inner + kLanes - 1) / kLanes;
+  context.threads().ParallelFor(v.outer * blocks_per_outer, ItemsPerChunk(v.count * kLanes, 4096),
+                                [&](int64_t begin, int64_t end) {
+    std::vector<float> block(static_cast<size_t>(v.count * kLanes));
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t outer = item / blocks_per_outer, first = (item % blocks_per_outer) * kLanes;
+      const int64_t width = std::min<int64_t>(kLanes, v.inner - first);
+      const int64_t base = outer * v.count * v.inner + first;
+      if (width < kLanes) std::fill(block.begin(), block.end(), 0.0f);
+      for (int64_t k = 0; k < v.count; ++k) LoadFloat32Block(x, base + k * v.inner, width, block.data() + k * kLanes);
+      LaneSoftmaxColumns(kind, block.data(), v.count);
+      for (int64_t k = 0; k < v.count; ++k) StoreFloat32Block(block.data() + k * kLanes, base + k * v.inner, width, y);
+    }
+  });
+}
+
 template <typename T>
 void RunSoftmax(KernelContext& context, const Tensor& x, const AxisView& v, SoftmaxKind kind, Tensor& y) {
   using Acc = ComputeType<T>;
@@ -131,8 +173,12 @@ Status Softmax(KernelContext& context, SoftmaxKind kind) {
   ONNX_AMP_ASSIGN_OR_RETURN(Tensor * y, context.AllocateOutput(0, x->dtype(), x->shape()));
   if (x->num_elements() == 0) return Status::Ok();
   const bool lane_dtype = x->dtype() == DType::kFloat32 || IsLowPrecision(x->dtype());
-  if (kind != SoftmaxKind::kHardmax && v.inner == 1 && lane_dtype) {
-    RunLaneSoftmax(context, *x, v, kind, *y);
+  if (kind != SoftmaxKind::kHardmax && lane_dtype) {
+    if (v.inner == 1) {
+      RunLaneSoftmax(context, *x, v, kind, *y);
+    } else {
+      RunLaneSoftmaxColumns(context, *x, v, kind, *y);
+    }
     return Status::Ok();
   }
   return DispatchFloat(context, x->dtype(), [&](auto tag) {

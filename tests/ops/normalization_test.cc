@@ -119,6 +119,50 @@ TEST(SoftmaxTest, LongMaskedRows) {
   }
 }
 
+// Softmax and LogSoftmax along axis 1 of [2, 7, 4, 5]: 20 columns per image, one whole
+// block of 16 and a padded block of 4, each column with its own max and sum. A NaN makes
+// its column NaN and leaves the others; a -inf gives 0 (Softmax).
+TEST(SoftmaxTest, AlongAChannelAxis) {
+  const int64_t count = 7, inner = 20;
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    std::vector<double> values = RandomValues(static_cast<size_t>(2 * count * inner), 88, -4.0, 4.0);
+    values[static_cast<size_t>(3 * inner + 2)] = NAN;        // image 0, column 2
+    values[static_cast<size_t>(count * inner + 19)] = -INFINITY;  // image 1, column 19 (the padded block)
+    const RoundedTensor x = Rounded(dtype, {2, count, 4, 5}, values);
+    const double u_low = IsLowPrecision(dtype) ? UnitRoundoff(dtype) : 0.0;
+    for (bool log : {false, true}) {
+      auto out = SingleNode(log ? "LogSoftmax" : "Softmax", 13).Attr("axis", int64_t{1}).Input(x.tensor).Run();
+      ASSERT_TRUE(out.ok());
+      const std::vector<double> got = ToDoubles((*out)[0]);
+      const std::string label = std::string(DTypeName(dtype)) + (log ? " LogSoftmax" : " Softmax");
+      std::vector<double> got_finite, want, bound;
+      for (int64_t image = 0; image < 2; ++image) {
+        for (int64_t column = 0; column < inner; ++column) {
+          std::vector<double> line;
+          for (int64_t k = 0; k < count; ++k) line.push_back(x.values[static_cast<size_t>((image * count + k) * inner + column)]);
+          const std::vector<double> ref = RefSoftmaxRows(line, 1, count, log);
+          for (int64_t k = 0; k < count; ++k) {
+            const double value = got[static_cast<size_t>((image * count + k) * inner + column)];
+            if (image == 0 && column == 2) {
+              EXPECT_TRUE(std::isnan(value)) << label << " NaN column";
+            } else if (std::isinf(ref[k]) || ref[k] == 0) {
+              EXPECT_EQ(value, ref[k]) << label << " column " << column;
+            } else {
+              const double range = 8.0;
+              const double f32_part = log ? 2 * (std::abs(ref[k]) + 2 * range + count + 7) * kUnitF32
+                                          : 2 * (2 * range + count + 5) * kUnitF32 * std::abs(ref[k]);
+              got_finite.push_back(value);
+              want.push_back(ref[k]);
+              bound.push_back(u_low * std::abs(ref[k]) + (1 + u_low) * f32_part + AbsoluteFloor(dtype));
+            }
+          }
+        }
+      }
+      ExpectWithin(got_finite, want, bound, label);
+    }
+  }
+}
+
 // SoftmaxGrad (dX = Y (dY - sum(dY Y))) and LogSoftmaxGrad (dX = dY - exp(Y) sum(dY)) on
 // rows of 40 (two 16-lane vectors and a tail of 8) against double formulas. Bounds: the
 // sum of K products carries K u of sum |dY Y| (K + 2 with the product and the
