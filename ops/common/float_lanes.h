@@ -11,6 +11,7 @@
 // inlined call all the same).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -74,6 +75,27 @@ ONNX_AMP_LANES_INLINE Lanes Pow2Lanes(LaneInts k) {
   return result;
 }
 
+// c[0] x^(N-1) + c[1] x^(N-2) + ... + c[N-1] per lane, by Horner's rule (highest
+// coefficient first).
+template <size_t N>
+ONNX_AMP_LANES_INLINE Lanes PolynomialLanes(Lanes x, const float (&c)[N]) {
+  Lanes sum = SplatLanes(c[0]);
+  for (size_t i = 1; i < N; ++i) sum = sum * x + c[i];
+  return sum;
+}
+
+ONNX_AMP_LANES_INLINE LaneInts BitsOf(Lanes x) {
+  LaneInts bits;
+  std::memcpy(&bits, &x, sizeof(bits));
+  return bits;
+}
+
+ONNX_AMP_LANES_INLINE Lanes LanesOfBits(LaneInts bits) {
+  Lanes x;
+  std::memcpy(&x, &bits, sizeof(x));
+  return x;
+}
+
 // exp(x) per lane, within 3 float32 units of roundoff (measured in float_lanes_test):
 // x = n ln 2 + r with |r| <= ln 2 / 2 (ln 2 in two parts, Cody and Waite), exp(r) by
 // Cephes' expf polynomial, and 2^n applied as two factors so that n = 128 still overflows
@@ -89,31 +111,14 @@ ONNX_AMP_LANES_INLINE Lanes ExpLanes(Lanes x) {
   const Lanes n = FloorLanes(clamped * 1.44269504088896341f + 0.5f);
   Lanes r = clamped - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
-  const Lanes r2 = r * r;
-  Lanes poly = SplatLanes(1.9875691500e-4f);
-  poly = poly * r + 1.3981999507e-3f;
-  poly = poly * r + 8.3334519073e-3f;
-  poly = poly * r + 4.1665795894e-2f;
-  poly = poly * r + 1.6666665459e-1f;
-  poly = poly * r + 5.0000001201e-1f;
-  const Lanes exp_r = poly * r2 + r + 1.0f;
+  constexpr float kExpR[] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                             4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+  const Lanes exp_r = PolynomialLanes(r, kExpR) * (r * r) + r + 1.0f;
   const LaneInts k = __builtin_convertvector(n, LaneInts);
   const LaneInts half = k >> 1;  // n in [-126, 128]: both factors are normal
   Lanes result = exp_r * Pow2Lanes(half) * Pow2Lanes(k - half);
   result = x < kSmallest ? SplatLanes(0.0f) : result;
   return x != x ? x : result;
-}
-
-ONNX_AMP_LANES_INLINE LaneInts BitsOf(Lanes x) {
-  LaneInts bits;
-  std::memcpy(&bits, &x, sizeof(bits));
-  return bits;
-}
-
-ONNX_AMP_LANES_INLINE Lanes LanesOfBits(LaneInts bits) {
-  Lanes x;
-  std::memcpy(&x, &bits, sizeof(x));
-  return x;
 }
 
 // erf(x) per lane, within 3 float32 units of roundoff (measured in float_lanes_test), from
@@ -128,26 +133,13 @@ ONNX_AMP_LANES_INLINE Lanes ErfLanes(Lanes x) {
   Lanes a = LanesOfBits(BitsOf(x) & 0x7FFFFFFF);
   a = a > 3.95f ? SplatLanes(3.95f) : a;
   const Lanes s = a * a;
-  Lanes p = SplatLanes(-6.203242228e-04f);
-  p = p * s + 5.032178946e-03f;
-  p = p * s + -2.679146081e-02f;
-  p = p * s + 1.128245518e-01f;
-  p = p * s + -3.761255145e-01f;
-  p = p * s + 1.128379107e+00f;
-  const Lanes near_zero = a * p;
-  const Lanes t = a - 2.4125f;
-  Lanes q = SplatLanes(2.041947027e-06f);
-  q = q * t + -8.270538274e-06f;
-  q = q * t + 1.829574103e-05f;
-  q = q * t + -6.375269004e-05f;
-  q = q * t + 2.517561079e-04f;
-  q = q * t + -8.624470211e-04f;
-  q = q * t + 2.813633997e-03f;
-  q = q * t + -8.920787834e-03f;
-  q = q * t + 2.715671062e-02f;
-  q = q * t + -7.890250534e-02f;
-  q = q * t + 2.175082117e-01f;
-  const Lanes far = 1.0f - ExpLanes(-s) * q;
+  constexpr float kNearZero[] = {-6.203242228e-04f, 5.032178946e-03f, -2.679146081e-02f,
+                                 1.128245518e-01f,  -3.761255145e-01f, 1.128379107e+00f};
+  constexpr float kFar[] = {2.041947027e-06f, -8.270538274e-06f, 1.829574103e-05f, -6.375269004e-05f,
+                            2.517561079e-04f, -8.624470211e-04f, 2.813633997e-03f, -8.920787834e-03f,
+                            2.715671062e-02f, -7.890250534e-02f, 2.175082117e-01f};
+  const Lanes near_zero = a * PolynomialLanes(s, kNearZero);
+  const Lanes far = 1.0f - ExpLanes(-s) * PolynomialLanes(a - 2.4125f, kFar);
   const Lanes magnitude = a <= 0.875f ? near_zero : far;
   const Lanes result = LanesOfBits(BitsOf(magnitude) | sign);
   return x != x ? x : result;
@@ -160,15 +152,9 @@ ONNX_AMP_LANES_INLINE Lanes ErfLanes(Lanes x) {
 ONNX_AMP_LANES_INLINE Lanes TanhLanes(Lanes x) {
   const LaneInts sign = BitsOf(x) & static_cast<int32_t>(0x80000000u);
   const Lanes a = LanesOfBits(BitsOf(x) & 0x7FFFFFFF);
-  const Lanes s = a * a;
-  Lanes p = SplatLanes(1.879777177e-03f);
-  p = p * s + -7.858087309e-03f;
-  p = p * s + 2.155568451e-02f;
-  p = p * s + -5.391646549e-02f;
-  p = p * s + 1.333291978e-01f;
-  p = p * s + -3.333331943e-01f;
-  p = p * s + 1.0f;
-  const Lanes near_zero = a * p;
+  constexpr float kNearZero[] = {1.879777177e-03f,  -7.858087309e-03f, 2.155568451e-02f, -5.391646549e-02f,
+                                 1.333291978e-01f, -3.333331943e-01f, 1.0f};
+  const Lanes near_zero = a * PolynomialLanes(a * a, kNearZero);
   const Lanes far = 1.0f - 2.0f / (ExpLanes(a + a) + 1.0f);
   const Lanes magnitude = a < 0.7f ? near_zero : far;
   const Lanes result = LanesOfBits(BitsOf(magnitude) | sign);

@@ -16,30 +16,19 @@ namespace {
 
 constexpr double kUnitF32 = 0x1p-24;
 
-std::vector<float> ExpOf(const std::vector<float>& x) {
+// f applied to x (a multiple of 16 values) through the lanes.
+template <typename Fn>
+std::vector<float> LanesOf(const Fn& f, const std::vector<float>& x) {
   std::vector<float> y(x.size());
-  for (size_t i = 0; i + kLanes <= x.size(); i += kLanes) StoreLanes(ExpLanes(LoadLanes(x.data() + i)), y.data() + i);
+  for (size_t i = 0; i + kLanes <= x.size(); i += kLanes) StoreLanes(f(LoadLanes(x.data() + i)), y.data() + i);
   return y;
 }
 
-std::vector<float> ErfOf(const std::vector<float>& x) {
-  std::vector<float> y(x.size());
-  for (size_t i = 0; i + kLanes <= x.size(); i += kLanes) StoreLanes(ErfLanes(LoadLanes(x.data() + i)), y.data() + i);
-  return y;
-}
-
-std::vector<float> TanhOf(const std::vector<float>& x) {
-  std::vector<float> y(x.size());
-  for (size_t i = 0; i + kLanes <= x.size(); i += kLanes) StoreLanes(TanhLanes(LoadLanes(x.data() + i)), y.data() + i);
-  return y;
-}
-
+std::vector<float> ExpOf(const std::vector<float>& x) { return LanesOf([](Lanes v) { return ExpLanes(v); }, x); }
+std::vector<float> ErfOf(const std::vector<float>& x) { return LanesOf([](Lanes v) { return ErfLanes(v); }, x); }
+std::vector<float> TanhOf(const std::vector<float>& x) { return LanesOf([](Lanes v) { return TanhLanes(v); }, x); }
 std::vector<float> SigmoidOf(const std::vector<float>& x) {
-  std::vector<float> y(x.size());
-  for (size_t i = 0; i + kLanes <= x.size(); i += kLanes) {
-    StoreLanes(SigmoidLanes(LoadLanes(x.data() + i)), y.data() + i);
-  }
-  return y;
+  return LanesOf([](Lanes v) { return SigmoidLanes(v); }, x);
 }
 
 uint32_t BitsOfFloat(float v) {
