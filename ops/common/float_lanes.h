@@ -4,11 +4,12 @@
 // lane, so every CPU gives the same bits. Reductions keep one running value per lane
 // (lane l takes elements l, l + 16, ...) and fold the lanes in halves at the end.
 //
-// The helpers are always inlined into their cloned callers (a call passing a 64-byte
-// vector would take a different ABI in the baseline build than in the AVX-512 clone), and
-// files using them are built with -ffp-contract=off, so that no clone fuses a multiply
-// and an add the others round twice, and with -Wno-psabi (GCC warns of that ABI at each
-// inlined call all the same).
+// The helpers are always inlined into their cloned callers, and so must be every function
+// or lambda a clone passes lanes to: a call passing a 64-byte vector takes a different
+// ABI in a baseline-built callee than in the AVX-512 clone, and reads garbage. Files
+// using them are built with -ffp-contract=off, so that no clone fuses a multiply and an
+// add the others round twice, and with -Wno-psabi (GCC warns of that ABI at each inlined
+// call all the same, so the warning cannot tell the two apart).
 #pragma once
 
 #include <cstddef>
@@ -23,6 +24,8 @@ using Lanes = float __attribute__((vector_size(kLanes * sizeof(float))));
 using LaneInts = int32_t __attribute__((vector_size(kLanes * sizeof(int32_t))));
 
 #define ONNX_AMP_LANES_INLINE inline __attribute__((always_inline))
+// The same for a lambda that takes or returns lanes (written after its parameter list).
+#define ONNX_AMP_LANES_LAMBDA __attribute__((always_inline))
 
 ONNX_AMP_LANES_INLINE Lanes LoadLanes(const float* values) {
   Lanes lanes;

@@ -2,12 +2,14 @@
 // list of activations (activations.h): each op's kernel and, where it has one, its fused
 // gradient op.
 #include <algorithm>
+#include <concepts>
 #include <string>
 #include <vector>
 
 #include "ops/common/cpu_clones.h"
 #include "ops/common/elementwise_math.h"
 #include "ops/common/float32_buffers.h"
+#include "ops/common/float_lanes.h"
 #include "ops/common/relu_bits.h"
 #include "ops/elementwise/activations.h"
 #include "ops/elementwise/elementwise_families.h"
@@ -116,13 +118,49 @@ constexpr int64_t kGradBlock = 2048;
 // one, a slope such as Relu's (a 0 or a 1) becomes a multiply taken on one branch only,
 // which the compiler may not make unconditional (it could trap). `out` may be g itself
 // (never a shifted block), so no element depends on another.
+// A slope with a 16-lane form (ops/common/float_lanes.h) takes it instead: the last n % 16
+// values through a padded copy.
+template <typename Slope>
+concept LaneSlope = requires(const Slope& slope, Lanes x) {
+  { slope(x) } -> std::same_as<Lanes>;
+};
+
 template <typename Slope>
 ONNX_AMP_CPU_CLONES void ApplySlope(const Slope& slope, const float* g, const float* __restrict value,
                                     float* __restrict slopes, float* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) slopes[i] = slope(value[i]);
+  if constexpr (LaneSlope<Slope>) {
+    const int64_t body = n - n % kLanes;
+    for (int64_t i = 0; i < body; i += kLanes) StoreLanes(LoadLanes(g + i) * slope(LoadLanes(value + i)), out + i);
+    if (body == n) return;
+    float tail_g[kLanes] = {}, tail_value[kLanes] = {};
+    std::copy(g + body, g + n, tail_g);
+    std::copy(value + body, value + n, tail_value);
+    StoreLanes(LoadLanes(tail_g) * slope(LoadLanes(tail_value)), tail_g);
+    std::copy(tail_g, tail_g + (n - body), out + body);
+  } else {
+    for (int64_t i = 0; i < n; ++i) slopes[i] = slope(value[i]);
 #pragma GCC ivdep
-  for (int64_t i = 0; i < n; ++i) out[i] = g[i] * slopes[i];
+    for (int64_t i = 0; i < n; ++i) out[i] = g[i] * slopes[i];
+  }
 }
+
+// GeluSlope and GeluTanhSlope (ops/common/elementwise_math.h), the same formulas on
+// lanes: erf, exp and tanh are library calls per element in the scalar forms. Always
+// inlined, as every function passing lanes is (ops/common/float_lanes.h).
+struct GeluLaneSlope {
+  ONNX_AMP_LANES_INLINE Lanes operator()(Lanes x) const {
+    const Lanes cdf = 0.5f * (1.0f + ErfLanes(x * static_cast<float>(0.70710678118654752440)));
+    const Lanes pdf = ExpLanes(-0.5f * x * x) * static_cast<float>(0.39894228040143267794);
+    return cdf + x * pdf;
+  }
+};
+struct GeluTanhLaneSlope {
+  ONNX_AMP_LANES_INLINE Lanes operator()(Lanes x) const {
+    const float k = static_cast<float>(0.79788456080286535588);  // sqrt(2 / pi)
+    const Lanes t = TanhLanes(k * (x + 0.044715f * x * x * x));
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * k * (1.0f + 3.0f * 0.044715f * x * x);
+  }
+};
 
 // dX[i] = dY[i] * slope(V[i]), block by block over the pool's threads (each element is
 // independent, so the split changes no bit).
@@ -160,8 +198,8 @@ Status GeluGrad(KernelContext& context) {
   if (approximate != "none" && approximate != "tanh") {
     return context.Error(ErrorCode::kInvalidModel, "unknown approximate '" + approximate + "'");
   }
-  if (approximate == "tanh") return PointwiseGradWith(context, GeluTanhSlope{});
-  return PointwiseGradWith(context, GeluSlope{});
+  if (approximate == "tanh") return PointwiseGradWith(context, GeluTanhLaneSlope{});
+  return PointwiseGradWith(context, GeluLaneSlope{});
 }
 
 // Slopes and formulas: ops/common/elementwise_math.h.

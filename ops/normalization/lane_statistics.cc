@@ -58,7 +58,7 @@ ONNX_AMP_CPU_CLONES LaneStatistics LaneMeanAndInvStd(const float* values, int64_
 ONNX_AMP_CPU_CLONES void LaneNormalize(const float* x, int64_t count, LaneStatistics statistics, const float* scale,
                                        const float* bias, float* y) {
   const Lanes mean = SplatLanes(statistics.mean), inv_std = SplatLanes(statistics.inv_std);
-  MapLanes(x, count, y, [&](Lanes v, int64_t i) {
+  MapLanes(x, count, y, [&](Lanes v, int64_t i) ONNX_AMP_LANES_LAMBDA {
     const Lanes shift = bias != nullptr ? LoadPadded(bias, i, count) : SplatLanes(0.0f);
     return (v - mean) * inv_std * LoadPadded(scale, i, count) + shift;
   });
@@ -68,7 +68,7 @@ ONNX_AMP_CPU_CLONES void LaneNormalizeUniform(const float* x, int64_t count, Lan
                                               float bias, float* y) {
   const Lanes mean = SplatLanes(statistics.mean), inv_std = SplatLanes(statistics.inv_std);
   const Lanes scale_lanes = SplatLanes(scale), bias_lanes = SplatLanes(bias);
-  MapLanes(x, count, y, [&](Lanes v, int64_t) { return (v - mean) * inv_std * scale_lanes + bias_lanes; });
+  MapLanes(x, count, y, [&](Lanes v, int64_t) ONNX_AMP_LANES_LAMBDA { return (v - mean) * inv_std * scale_lanes + bias_lanes; });
 }
 
 }  // namespace onnx_amp

@@ -51,11 +51,13 @@ ONNX_AMP_CPU_CLONES void LaneGradRow(GradKind kind, const float* g, const float*
   float tail_g[kLanes] = {}, tail_y[kLanes] = {};
   std::copy(g + body, g + count, tail_g);
   std::copy(y + body, y + count, tail_y);
-  const auto term = [kind](Lanes g_lanes, Lanes y_lanes) { return kind == GradKind::kSoftmax ? g_lanes * y_lanes : g_lanes; };
+  const auto term = [kind](Lanes g_lanes, Lanes y_lanes) ONNX_AMP_LANES_LAMBDA {
+    return kind == GradKind::kSoftmax ? g_lanes * y_lanes : g_lanes;
+  };
   Lanes sums = term(LoadLanes(tail_g), LoadLanes(tail_y));
   for (int64_t i = 0; i < body; i += kLanes) sums += term(LoadLanes(g + i), LoadLanes(y + i));
   const Lanes sum = SplatLanes(FoldSum(sums));
-  const auto combine = [kind, sum](Lanes g_lanes, Lanes y_lanes) {
+  const auto combine = [kind, sum](Lanes g_lanes, Lanes y_lanes) ONNX_AMP_LANES_LAMBDA {
     return kind == GradKind::kSoftmax ? y_lanes * (g_lanes - sum) : g_lanes - ExpLanes(y_lanes) * sum;
   };
   for (int64_t i = 0; i < body; i += kLanes) StoreLanes(combine(LoadLanes(g + i), LoadLanes(y + i)), dx + i);
