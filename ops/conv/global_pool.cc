@@ -73,7 +73,8 @@ ONNX_AMP_CPU_CLONES void PoolWholePlanes(GlobalKind kind, const float* values, i
   }
 }
 
-// Part of one plane (the first `offset` values, a multiple of kLanes, already in lanes).
+// The next `count` values of one plane, whose earlier values (a multiple of kLanes) are
+// in `lanes` already.
 ONNX_AMP_CPU_CLONES void PoolPlanePart(GlobalKind kind, const float* values, int64_t count, PlaneLanes& lanes) {
   Accumulate(kind, values, count, lanes);
 }
