@@ -5,11 +5,10 @@
 // rounded once; float64 keeps the scalar functor of ops/common/elementwise_math.h.
 #pragma once
 
+#include "ops/common/lane_functions.h"
 #include "runtime/exec/kernel.h"
 
 namespace onnx_amp {
-
-enum class LaneFunction { kExp, kErf, kSigmoid, kTanh, kGelu, kGeluTanh };
 
 template <LaneFunction kFunction>
 Status LaneUnaryKernel(KernelContext& context);

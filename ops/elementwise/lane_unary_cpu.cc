@@ -5,42 +5,14 @@
 #include <algorithm>
 
 #include "ops/common/block_io.h"
-#include "ops/common/cpu_clones.h"
 #include "ops/common/elementwise_math.h"
 #include "ops/common/float32_buffers.h"
-#include "ops/common/float_lanes.h"
 #include "ops/elementwise/elementwise_families.h"
 #include "ops/elementwise/elementwise_kernel.h"
 #include "ops/kernel_registry.h"
 
 namespace onnx_amp {
 namespace {
-
-template <LaneFunction kFunction>
-ONNX_AMP_LANES_INLINE Lanes Apply(Lanes x) {
-  if constexpr (kFunction == LaneFunction::kExp) return ExpLanes(x);
-  if constexpr (kFunction == LaneFunction::kErf) return ErfLanes(x);
-  if constexpr (kFunction == LaneFunction::kSigmoid) return SigmoidLanes(x);
-  if constexpr (kFunction == LaneFunction::kTanh) return TanhLanes(x);
-  if constexpr (kFunction == LaneFunction::kGelu) return 0.5f * x * (1.0f + ErfLanes(x * 0.70710678118654752440f));
-  if constexpr (kFunction == LaneFunction::kGeluTanh) {
-    const Lanes k = SplatLanes(0.79788456080286535588f);  // sqrt(2 / pi)
-    return 0.5f * x * (1.0f + TanhLanes(k * (x + 0.044715f * x * x * x)));
-  }
-}
-
-// out[0, n) = f(in[0, n)); out may be in. The last n % 16 values go through the same
-// lanes, padded with zeros.
-template <LaneFunction kFunction>
-ONNX_AMP_CPU_CLONES void LaneRun(const float* in, float* out, int64_t n) {
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) StoreLanes(Apply<kFunction>(LoadLanes(in + i)), out + i);
-  if (i == n) return;
-  float tail[kLanes] = {};
-  std::copy(in + i, in + n, tail);
-  StoreLanes(Apply<kFunction>(LoadLanes(tail)), tail);
-  std::copy(tail, tail + (n - i), out + i);
-}
 
 // The scalar form, for float64.
 template <LaneFunction kFunction>
@@ -64,14 +36,14 @@ Status LaneUnaryKernel(KernelContext& context) {
   ONNX_AMP_ASSIGN_OR_RETURN(Tensor * y, context.AllocateOutput(0, x->dtype(), x->shape()));
   context.threads().ParallelFor(x->num_elements(), kParallelGrain, [&](int64_t begin, int64_t end) {
     if (x->dtype() == DType::kFloat32) {
-      LaneRun<kFunction>(x->data<float>() + begin, y->data<float>() + begin, end - begin);
+      ApplyLaneFunction(kFunction, x->data<float>() + begin, y->data<float>() + begin, end - begin);
       return;
     }
     float block[kBlockSize];
     for (int64_t i = begin; i < end; i += kBlockSize) {
       const int64_t count = std::min(kBlockSize, end - i);
       LoadFloat32Block(*x, i, count, block);
-      LaneRun<kFunction>(block, block, count);
+      ApplyLaneFunction(kFunction, block, block, count);
       StoreFloat32Block(block, i, count, *y);
     }
   });

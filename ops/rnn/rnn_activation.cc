@@ -6,6 +6,7 @@
 #include <string>
 
 #include "ops/common/elementwise_math.h"
+#include "ops/common/lane_functions.h"
 
 namespace onnx_amp {
 namespace {
@@ -59,8 +60,8 @@ void ApplyOp(const Op& op, float* values, int64_t count) {
 void RnnActivation::ApplyInPlace(float* values, int64_t count) const {
   switch (kind) {
     case RnnActivationKind::kRelu: return ApplyOp(ReluOp{}, values, count);
-    case RnnActivationKind::kTanh: return ApplyOp(TanhOp{}, values, count);
-    case RnnActivationKind::kSigmoid: return ApplyOp(SigmoidOp{}, values, count);
+    case RnnActivationKind::kTanh: return ApplyLaneFunction(LaneFunction::kTanh, values, values, count);
+    case RnnActivationKind::kSigmoid: return ApplyLaneFunction(LaneFunction::kSigmoid, values, values, count);
     case RnnActivationKind::kAffine:
       for (int64_t i = 0; i < count; ++i) values[i] = alpha * values[i] + beta;
       return;
