@@ -177,4 +177,34 @@ ONNX_AMP_LANES_INLINE Lanes SigmoidLanes(Lanes x) {
   return x >= 0.0f ? positive : negative;
 }
 
+// log(x) per lane, within 3 float32 units of roundoff (measured in float_lanes_test):
+// x = m 2^e with m in [sqrt(1/2), sqrt(2)), log(m) by Cephes' logf polynomial in m - 1,
+// and e ln 2 added in two parts (Cody and Waite). Subnormal x is scaled by 2^25 first.
+// log(0) = -inf, log(x < 0) = NaN, log(+inf) = +inf, NaN stays NaN.
+ONNX_AMP_LANES_INLINE Lanes LogLanes(Lanes x) {
+  const Lanes subnormal = x < 1.17549435e-38f ? SplatLanes(1.0f) : SplatLanes(0.0f);
+  const Lanes scaled = x * (1.0f + subnormal * 33554431.0f);  // 2^25 where subnormal
+  const LaneInts bits = BitsOf(scaled);
+  // The exponent of m 2^e with m in [0.5, 1), less 25 where the value was scaled.
+  Lanes e = __builtin_convertvector(((bits >> 23) & 0xFF) - 126, Lanes) - subnormal * 25.0f;
+  Lanes m = LanesOfBits((bits & 0x007FFFFF) | 0x3F000000);
+  const Lanes low = m < 0.707106781186547524f ? SplatLanes(1.0f) : SplatLanes(0.0f);
+  e = e - low;
+  m = m + low * m - 1.0f;  // m - 1, or 2m - 1 below sqrt(1/2): exact either way
+  const Lanes z = m * m;
+  constexpr float kLogM[] = {7.0376836292e-2f, -1.1514610310e-1f, 1.1676998740e-1f,
+                             -1.2420140846e-1f, 1.4249322787e-1f, -1.6668057665e-1f,
+                             2.0000714765e-1f,  -2.4999993993e-1f, 3.3333331174e-1f};
+  Lanes y = m * z * PolynomialLanes(m, kLogM);
+  y = y + e * -2.12194440e-4f;
+  y = y - 0.5f * z;
+  Lanes result = m + y;
+  result = result + e * 0.693359375f;
+  result = x == 0.0f ? SplatLanes(-std::numeric_limits<float>::infinity()) : result;
+  result = x < 0.0f ? SplatLanes(std::numeric_limits<float>::quiet_NaN()) : result;
+  // +inf as x > FLT_MAX: GCC writes x == inf as a scalar compare per lane.
+  result = x > std::numeric_limits<float>::max() ? x : result;
+  return x != x ? x : result;
+}
+
 }  // namespace onnx_amp

@@ -11,6 +11,7 @@ namespace {
 template <LaneFunction kFunction>
 ONNX_AMP_LANES_INLINE Lanes Apply(Lanes x) {
   if constexpr (kFunction == LaneFunction::kExp) return ExpLanes(x);
+  if constexpr (kFunction == LaneFunction::kLog) return LogLanes(x);
   if constexpr (kFunction == LaneFunction::kErf) return ErfLanes(x);
   if constexpr (kFunction == LaneFunction::kSigmoid) return SigmoidLanes(x);
   if constexpr (kFunction == LaneFunction::kTanh) return TanhLanes(x);
@@ -38,6 +39,7 @@ ONNX_AMP_CPU_CLONES void LaneRun(const float* in, float* out, int64_t n) {
 void ApplyLaneFunction(LaneFunction function, const float* in, float* out, int64_t n) {
   switch (function) {
     case LaneFunction::kExp: return LaneRun<LaneFunction::kExp>(in, out, n);
+    case LaneFunction::kLog: return LaneRun<LaneFunction::kLog>(in, out, n);
     case LaneFunction::kErf: return LaneRun<LaneFunction::kErf>(in, out, n);
     case LaneFunction::kSigmoid: return LaneRun<LaneFunction::kSigmoid>(in, out, n);
     case LaneFunction::kTanh: return LaneRun<LaneFunction::kTanh>(in, out, n);

@@ -10,6 +10,7 @@ namespace onnx_amp {
 
 enum class LaneFunction {
   kExp,
+  kLog,
   kErf,
   kSigmoid,
   kTanh,

@@ -1,4 +1,4 @@
-// The lane kernels of lane_unary.h, and the registration of Exp and Erf (Sigmoid, Tanh
+// The lane kernels of lane_unary.h, and the registration of Exp, Log and Erf (Sigmoid, Tanh
 // and Gelu register with their gradients in activations_cpu.cc).
 #include "ops/elementwise/lane_unary.h"
 
@@ -18,6 +18,7 @@ namespace {
 template <LaneFunction kFunction>
 auto ScalarForm() {
   if constexpr (kFunction == LaneFunction::kExp) return ExpOp{};
+  if constexpr (kFunction == LaneFunction::kLog) return LogOp{};
   if constexpr (kFunction == LaneFunction::kErf) return ErfOp{};
   if constexpr (kFunction == LaneFunction::kSigmoid) return SigmoidOp{};
   if constexpr (kFunction == LaneFunction::kTanh) return TanhOp{};
@@ -51,6 +52,7 @@ Status LaneUnaryKernel(KernelContext& context) {
 }
 
 template Status LaneUnaryKernel<LaneFunction::kExp>(KernelContext& context);
+template Status LaneUnaryKernel<LaneFunction::kLog>(KernelContext& context);
 template Status LaneUnaryKernel<LaneFunction::kErf>(KernelContext& context);
 template Status LaneUnaryKernel<LaneFunction::kSigmoid>(KernelContext& context);
 template Status LaneUnaryKernel<LaneFunction::kTanh>(KernelContext& context);
@@ -60,6 +62,7 @@ template Status LaneUnaryKernel<LaneFunction::kGeluTanh>(KernelContext& context)
 void RegisterLaneUnaryCpuKernels(KernelRegistry& registry) {
   // may_inplace: element i of the output reads only element i of the input.
   registry.Register({"", "Exp", DeviceKind::kCpu, LaneUnaryKernel<LaneFunction::kExp>, true});
+  registry.Register({"", "Log", DeviceKind::kCpu, LaneUnaryKernel<LaneFunction::kLog>, true});
   registry.Register({"", "Erf", DeviceKind::kCpu, LaneUnaryKernel<LaneFunction::kErf>, true});
 }
 

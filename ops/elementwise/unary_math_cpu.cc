@@ -1,5 +1,5 @@
-// Unary math: Abs Neg Sign Floor Ceil Round Reciprocal Sqrt Log, the trigonometric
-// and hyperbolic functions, IsNaN, IsInf (Exp and Erf: lane_unary_cpu.cc).
+// Unary math: Abs Neg Sign Floor Ceil Round Reciprocal Sqrt, the trigonometric and
+// hyperbolic functions, IsNaN, IsInf (Exp, Log and Erf: lane_unary_cpu.cc).
 #include "ops/common/elementwise_math.h"
 #include "ops/elementwise/elementwise_families.h"
 #include "ops/elementwise/elementwise_kernel.h"
@@ -38,7 +38,6 @@ void RegisterUnaryMathCpuKernels(KernelRegistry& registry) {
       {"", "Round", DeviceKind::kCpu, FloatUnary<RoundOp>, true},
       {"", "Reciprocal", DeviceKind::kCpu, FloatUnary<ReciprocalOp>, true},
       {"", "Sqrt", DeviceKind::kCpu, FloatUnary<SqrtOp>, true},
-      {"", "Log", DeviceKind::kCpu, FloatUnary<LogOp>, true},
       {"", "Sin", DeviceKind::kCpu, FloatUnary<SinOp>, true},
       {"", "Cos", DeviceKind::kCpu, FloatUnary<CosOp>, true},
       {"", "Tan", DeviceKind::kCpu, FloatUnary<TanOp>, true},

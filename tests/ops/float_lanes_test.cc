@@ -25,6 +25,7 @@ std::vector<float> LanesOf(const Fn& f, const std::vector<float>& x) {
 }
 
 std::vector<float> ExpOf(const std::vector<float>& x) { return LanesOf([](Lanes v) { return ExpLanes(v); }, x); }
+std::vector<float> LogOf(const std::vector<float>& x) { return LanesOf([](Lanes v) { return LogLanes(v); }, x); }
 std::vector<float> ErfOf(const std::vector<float>& x) { return LanesOf([](Lanes v) { return ErfLanes(v); }, x); }
 std::vector<float> TanhOf(const std::vector<float>& x) { return LanesOf([](Lanes v) { return TanhLanes(v); }, x); }
 std::vector<float> SigmoidOf(const std::vector<float>& x) {
@@ -85,6 +86,40 @@ TEST(FloatLanesTest, ExpSpecialValues) {
   EXPECT_EQ(y[13], 0.0f);
   EXPECT_EQ(y[14], 1.0f);
   EXPECT_EQ(y[15], 1.0f);
+}
+
+// Every 1024th positive float32 by bit pattern (subnormals to the largest; about 2 million
+// values) and every float32 within 64 steps of 1, where log is near 0: |log - ref| <= 3 u
+// |ref|, plus half the smallest subnormal. And the special values.
+TEST(FloatLanesTest, LogIsWithinThreeUnitsOfRoundoff) {
+  std::vector<float> x;
+  for (uint32_t bits = 1; bits < 0x7F800000u; bits += 1024) x.push_back(FloatOfBits(bits));
+  for (float v = 1.0f, step = 0; step < 64; ++step, v = std::nextafter(v, 0.0f)) x.push_back(v);
+  for (float v = 1.0f, step = 0; step < 64; ++step, v = std::nextafter(v, 2.0f)) x.push_back(v);
+  x.resize(x.size() - x.size() % kLanes);
+  const std::vector<float> y = LogOf(x);
+  size_t failures = 0, worst_at = 0;
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double ref = std::log(static_cast<double>(x[i]));
+    const double error = std::abs(y[i] - ref);
+    if (!(error <= 3 * kUnitF32 * std::abs(ref) + 0x1p-150)) ++failures;
+    const double in_units = error / (std::abs(ref) * kUnitF32);
+    if (ref != 0 && in_units > worst) worst = in_units, worst_at = i;
+  }
+  EXPECT_EQ(failures, 0u) << "worst: log(" << x[worst_at] << ") = " << y[worst_at] << ", " << worst << " u off";
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> special =
+      LogOf({0.0f, -0.0f, -1.0f, inf, -inf, std::nanf(""), 1.0f, 0x1p-149f, 2.0f, 0, 0, 0, 0, 0, 0, 0});
+  EXPECT_EQ(special[0], -inf);
+  EXPECT_EQ(special[1], -inf);
+  EXPECT_TRUE(std::isnan(special[2]));
+  EXPECT_EQ(special[3], inf);
+  EXPECT_TRUE(std::isnan(special[4]));
+  EXPECT_TRUE(std::isnan(special[5]));
+  EXPECT_EQ(special[6], 0.0f);
+  EXPECT_NEAR(special[7], -149 * std::log(2.0), 3 * kUnitF32 * 149 * std::log(2.0));
+  EXPECT_NEAR(special[8], std::log(2.0), 3 * kUnitF32 * std::log(2.0));
 }
 
 // Every 256th positive float32 below 4.5 by bit pattern (subnormals to where erf rounds
