@@ -4,9 +4,12 @@
 #pragma once
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "ops/common/block_io.h"
+#include "ops/reduction/lane_extremum.h"
+#include "ops/reduction/reduce_math.h"
 #include "ops/reduction/reduce_plan.h"
 #include "runtime/exec/thread_pool.h"
 
@@ -21,9 +24,30 @@ inline A LoadOne(const S* p) {
   else return static_cast<A>(*p);
 }
 
+// Max and min of float32, float16 and bfloat16 rows take the lanes (lane_extremum.h),
+// which give the in-order fold's bits except where the answer is +-0 or NaN.
+template <typename Kind, typename A>
+inline constexpr bool kLaneExtremum =
+    std::is_same_v<A, float> && (std::is_same_v<Kind, ReduceMaxKind> || std::is_same_v<Kind, ReduceMinKind>);
+
 // acc folded over `count` contiguous values.
 template <typename Kind, typename A, typename S>
 inline A FoldRow(A acc, const S* row, int64_t count, A shift) {
+  if constexpr (kLaneExtremum<Kind, A>) {
+    constexpr bool kMax = std::is_same_v<Kind, ReduceMaxKind>;
+    LaneExtremum lanes{acc, true};
+    if constexpr (kIsLowPrecision<S>) {
+      float block[kBlockSize];
+      for (int64_t k0 = 0; k0 < count && lanes.exact; k0 += kBlockSize) {
+        const int64_t n = std::min(kBlockSize, count - k0);
+        LoadAs(row + k0, block, n);
+        lanes = LaneMaxOrMin(kMax, block, n, lanes.value);
+      }
+    } else {
+      lanes = LaneMaxOrMin(kMax, row, count, acc);
+    }
+    if (lanes.exact) return lanes.value;
+  }
   if constexpr (kIsLowPrecision<S>) {
     float block[kBlockSize];
     for (int64_t k0 = 0; k0 < count; k0 += kBlockSize) {

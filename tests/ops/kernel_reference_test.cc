@@ -1,10 +1,12 @@
 // Float32/float64/integer kernel results against hand-derived values, for the cases the
 // ONNX backend node tests do not pin down: rounding of Cast, integer Mod/Div signs,
 // tie-breaking in TopK/ArgMax, stable ReduceLogSumExp, non-adjacent reduce axes.
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -90,6 +92,59 @@ TEST(KernelReference, WhereMovesStoredBits) {
   const auto broadcast = ToVector<Float16>(RunOk(SingleNode("Where", 16).Input(row).Input(x).Input(scalar))[0]);
   const std::vector<uint16_t> want_broadcast = {0x8000, 0x8000, 0x3C00, 0x8000, 0x0001, 0x4500};
   for (int i = 0; i < 6; ++i) EXPECT_EQ(broadcast[i].bits, want_broadcast[i]) << i;
+}
+
+// ReduceMax and ReduceMin over rows of 100 (six 16-lane vectors and a tail of 4) give the
+// in-order fold's bits (a value replaces the running one when it is more extreme or a
+// NaN): the extreme value; of +0 and -0 the one met first; the last NaN's payload; an
+// infinity. float16 alike.
+TEST(KernelReference, ReduceMaxAndMinOverRowsKeepTheInOrderBits) {
+  const int64_t cols = 100;
+  std::vector<float> values(7 * cols);
+  std::mt19937 gen(5);
+  std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
+  for (float& v : values) v = dist(gen);
+  for (int64_t c = 0; c < cols; ++c) values[cols + c] = -std::abs(values[cols + c]) - 1;  // row 1: all below 0...
+  values[cols + 70] = -0.0f;                                                             // ...but a -0
+  values[cols + 97] = 0.0f;                                                              // then a +0 (tail)
+  for (int64_t c = 0; c < cols; ++c) values[2 * cols + c] = std::abs(values[2 * cols + c]) + 1;  // row 2: above 0...
+  values[2 * cols + 3] = 0.0f;                                                                 // ...a +0 first
+  values[2 * cols + 40] = -0.0f;                                                               // then a -0
+  values[3 * cols + 10] = std::bit_cast<float>(0x7FC00001u);  // row 3: two NaNs, the last wins
+  values[3 * cols + 90] = std::bit_cast<float>(0x7FC00002u);
+  values[4 * cols + 50] = std::numeric_limits<float>::infinity();   // row 4: +inf
+  values[5 * cols + 98] = -std::numeric_limits<float>::infinity();  // row 5: -inf, in the tail
+  // Row 6: random values only.
+  const Tensor x = MakeTensor<float>({7, cols}, values);
+  for (const bool max : {true, false}) {
+    const auto out = RunOk(SingleNode(max ? "ReduceMax" : "ReduceMin", 18)
+                               .Attr("keepdims", int64_t{0})
+                               .Input(x)
+                               .Input(MakeTensor<int64_t>({1}, {1})));
+    const std::vector<float> got = ToVector<float>(out[0]);
+    ASSERT_EQ(got.size(), 7u);
+    for (int64_t r = 0; r < 7; ++r) {
+      float want = max ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+      for (int64_t c = 0; c < cols; ++c) {
+        const float v = values[r * cols + c];
+        if (std::isnan(v) || (max ? v > want : v < want)) want = v;
+      }
+      EXPECT_EQ(std::bit_cast<uint32_t>(got[r]), std::bit_cast<uint32_t>(want))
+          << (max ? "ReduceMax" : "ReduceMin") << " row " << r << ": " << got[r] << " against " << want;
+    }
+  }
+  // float16: the same rows rounded, against the float32 result of the rounded values.
+  std::vector<Float16> half;
+  for (float v : values) half.push_back(Float16::FromFloat(v));
+  const auto half_max = ToVector<Float16>(RunOk(SingleNode("ReduceMax", 18)
+                                                    .Attr("keepdims", int64_t{0})
+                                                    .Input(MakeTensor<Float16>({7, cols}, half))
+                                                    .Input(MakeTensor<int64_t>({1}, {1})))[0]);
+  for (int64_t r : {int64_t{0}, int64_t{6}}) {
+    float want = -std::numeric_limits<float>::infinity();
+    for (int64_t c = 0; c < cols; ++c) want = std::max(want, half[r * cols + c].ToFloat());
+    EXPECT_EQ(half_max[r].ToFloat(), want) << "float16 row " << r;
+  }
 }
 
 // Integer Pow is computed in double; a result beyond int64 saturates as Cast does (a plain
