@@ -5,8 +5,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -44,6 +46,36 @@ float FloatOfBits(uint32_t bits) {
   return v;
 }
 
+// x with `steps` neighbours on either side of each edge, padded with ones to a multiple of
+// 16 values.
+std::vector<float> WithEdges(std::vector<float> x, std::initializer_list<float> edges, int steps = 64) {
+  for (float edge : edges) {
+    for (float v = edge, i = 0; i < steps; ++i, v = std::nextafter(v, -INFINITY)) x.push_back(v);
+    for (float v = edge, i = 0; i < steps; ++i, v = std::nextafter(v, INFINITY)) x.push_back(v);
+  }
+  x.resize(x.size() + (kLanes - x.size() % kLanes) % kLanes, 1.0f);
+  return x;
+}
+
+// Expects |y - ref(x)| <= units u |ref| + floor for every value, where ref (double) is at
+// least `smallest` in magnitude, and |y - ref| <= smallest below; reports the worst.
+template <typename Ref>
+void ExpectWithinUnits(const std::string& name, const std::vector<float>& x, const std::vector<float>& y,
+                       const Ref& ref_of, double units, double floor = 0x1p-150, double smallest = 0.0) {
+  size_t failures = 0, worst_at = 0;
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double ref = ref_of(static_cast<double>(x[i]));
+    const double error = std::abs(y[i] - ref);
+    const bool tiny = std::abs(ref) < smallest;
+    if (!(error <= (tiny ? smallest : units * kUnitF32 * std::abs(ref) + floor))) ++failures;
+    const double in_units = error / (std::abs(ref) * kUnitF32);
+    if (ref != 0 && !tiny && in_units > worst) worst = in_units, worst_at = i;
+  }
+  EXPECT_EQ(failures, 0u) << "worst: " << name << "(" << x[worst_at] << ") = " << y[worst_at] << ", " << worst
+                          << " u off";
+}
+
 // Every 1024th float32 between ln(FLT_MIN) and ln(FLT_MAX) by bit pattern (about 2
 // million values, each binade as densely), and random ones: |exp - e^x| <= 3 u e^x.
 TEST(FloatLanesTest, ExpIsWithinThreeUnitsOfRoundoff) {
@@ -53,16 +85,8 @@ TEST(FloatLanesTest, ExpIsWithinThreeUnitsOfRoundoff) {
   std::mt19937 gen(7);
   std::uniform_real_distribution<float> dist(-87.33f, 88.72f);
   for (int i = 0; i < 1 << 16; ++i) x.push_back(dist(gen));
-  x.resize(x.size() - x.size() % kLanes);
-  const std::vector<float> y = ExpOf(x);
-  double worst = 0;
-  size_t worst_at = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double ref = std::exp(static_cast<double>(x[i]));
-    const double error = std::abs(y[i] - ref) / ref / kUnitF32;
-    if (error > worst) worst = error, worst_at = i;
-  }
-  EXPECT_LE(worst, 3.0) << "exp(" << x[worst_at] << ") = " << y[worst_at] << ", " << worst << " u off";
+  x = WithEdges(x, {});
+  ExpectWithinUnits("exp", x, ExpOf(x), [](double v) { return std::exp(v); }, 3.0, 0.0);
 }
 
 TEST(FloatLanesTest, ExpSpecialValues) {
@@ -94,20 +118,8 @@ TEST(FloatLanesTest, ExpSpecialValues) {
 TEST(FloatLanesTest, LogIsWithinThreeUnitsOfRoundoff) {
   std::vector<float> x;
   for (uint32_t bits = 1; bits < 0x7F800000u; bits += 1024) x.push_back(FloatOfBits(bits));
-  for (float v = 1.0f, step = 0; step < 64; ++step, v = std::nextafter(v, 0.0f)) x.push_back(v);
-  for (float v = 1.0f, step = 0; step < 64; ++step, v = std::nextafter(v, 2.0f)) x.push_back(v);
-  x.resize(x.size() - x.size() % kLanes);
-  const std::vector<float> y = LogOf(x);
-  size_t failures = 0, worst_at = 0;
-  double worst = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double ref = std::log(static_cast<double>(x[i]));
-    const double error = std::abs(y[i] - ref);
-    if (!(error <= 3 * kUnitF32 * std::abs(ref) + 0x1p-150)) ++failures;
-    const double in_units = error / (std::abs(ref) * kUnitF32);
-    if (ref != 0 && in_units > worst) worst = in_units, worst_at = i;
-  }
-  EXPECT_EQ(failures, 0u) << "worst: log(" << x[worst_at] << ") = " << y[worst_at] << ", " << worst << " u off";
+  x = WithEdges(x, {1.0f});
+  ExpectWithinUnits("log", x, LogOf(x), [](double v) { return std::log(v); }, 3.0);
   const float inf = std::numeric_limits<float>::infinity();
   const std::vector<float> special =
       LogOf({0.0f, -0.0f, -1.0f, inf, -inf, std::nanf(""), 1.0f, 0x1p-149f, 2.0f, 0, 0, 0, 0, 0, 0, 0});
@@ -131,22 +143,8 @@ TEST(FloatLanesTest, ErfIsWithinThreeUnitsOfRoundoff) {
     x.push_back(FloatOfBits(bits));
     x.push_back(-FloatOfBits(bits));
   }
-  for (float edge : {0.875f, 3.95f}) {
-    for (float v = edge, step = 0; step < 64; ++step, v = std::nextafter(v, 0.0f)) x.push_back(v);
-    for (float v = edge, step = 0; step < 64; ++step, v = std::nextafter(v, 5.0f)) x.push_back(v);
-  }
-  x.resize(x.size() - x.size() % kLanes);
-  const std::vector<float> y = ErfOf(x);
-  double worst = 0;
-  size_t worst_at = 0, failures = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double ref = std::erf(static_cast<double>(x[i]));
-    const double error = std::abs(y[i] - ref);
-    if (!(error <= 3 * kUnitF32 * std::abs(ref) + 0x1p-150)) ++failures;
-    const double in_units = error / (std::abs(ref) * kUnitF32);
-    if (ref != 0 && in_units > worst) worst = in_units, worst_at = i;
-  }
-  EXPECT_EQ(failures, 0u) << "worst: erf(" << x[worst_at] << ") = " << y[worst_at] << ", " << worst << " u off";
+  x = WithEdges(x, {0.875f, 3.95f});
+  ExpectWithinUnits("erf", x, ErfOf(x), [](double v) { return std::erf(v); }, 3.0);
 }
 
 TEST(FloatLanesTest, ErfSpecialValues) {
@@ -179,19 +177,8 @@ TEST(FloatLanesTest, TanhIsWithinFourUnitsOfRoundoff) {
     x.push_back(FloatOfBits(bits));
     x.push_back(-FloatOfBits(bits));
   }
-  for (float v = 0.7f, step = 0; step < 64; ++step, v = std::nextafter(v, 0.0f)) x.push_back(v);
-  for (float v = 0.7f, step = 0; step < 64; ++step, v = std::nextafter(v, 1.0f)) x.push_back(v);
-  x.resize(x.size() - x.size() % kLanes);
-  const std::vector<float> y = TanhOf(x);
-  size_t failures = 0, worst_at = 0;
-  double worst = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double ref = std::tanh(static_cast<double>(x[i]));
-    const double error = std::abs(y[i] - ref);
-    if (!(error <= 4 * kUnitF32 * std::abs(ref) + 0x1p-150)) ++failures;
-    if (ref != 0 && error / (std::abs(ref) * kUnitF32) > worst) worst = error / (std::abs(ref) * kUnitF32), worst_at = i;
-  }
-  EXPECT_EQ(failures, 0u) << "worst: tanh(" << x[worst_at] << ") = " << y[worst_at] << ", " << worst << " u off";
+  x = WithEdges(x, {0.7f});
+  ExpectWithinUnits("tanh", x, TanhOf(x), [](double v) { return std::tanh(v); }, 4.0);
   const float inf = std::numeric_limits<float>::infinity();
   const std::vector<float> special =
       TanhOf({0.0f, -0.0f, inf, -inf, std::nanf(""), 50.0f, -50.0f, 1e-30f, 0, 0, 0, 0, 0, 0, 0, 0});
@@ -213,19 +200,9 @@ TEST(FloatLanesTest, SigmoidIsWithinFiveUnitsOfRoundoff) {
     x.push_back(FloatOfBits(bits));
     x.push_back(-FloatOfBits(bits));
   }
-  x.resize(x.size() - x.size() % kLanes);
-  const std::vector<float> y = SigmoidOf(x);
-  size_t failures = 0, worst_at = 0;
-  double worst = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double ref = 1.0 / (1.0 + std::exp(-static_cast<double>(x[i])));
-    const double error = std::abs(y[i] - ref);
-    const double bound = ref >= std::numeric_limits<float>::min() ? 5 * kUnitF32 * ref : std::numeric_limits<float>::min();
-    if (!(error <= bound)) ++failures;
-    const double in_units = error / (ref * kUnitF32);
-    if (ref >= std::numeric_limits<float>::min() && in_units > worst) worst = in_units, worst_at = i;
-  }
-  EXPECT_EQ(failures, 0u) << "worst: sigmoid(" << x[worst_at] << ") = " << y[worst_at] << ", " << worst << " u off";
+  x = WithEdges(x, {});
+  ExpectWithinUnits("sigmoid", x, SigmoidOf(x), [](double v) { return 1.0 / (1.0 + std::exp(-v)); }, 5.0, 0.0,
+                    std::numeric_limits<float>::min());
   const float inf = std::numeric_limits<float>::infinity();
   const std::vector<float> special =
       SigmoidOf({0.0f, -0.0f, inf, -inf, std::nanf(""), 100.0f, -100.0f, 0, 0, 0, 0, 0, 0, 0, 0, 0});
