@@ -40,6 +40,22 @@ Status CumSum(KernelContext& context) {
     const int64_t inner = split.inner;
     const int64_t grain = ItemsPerChunk(split.dim * inner, kReduceGrain);
     context.threads().ParallelFor(split.outer, grain, [&](int64_t begin, int64_t end) {
+      if (inner == 1) {
+        // Along the last axis: each line converted whole, not one value per call.
+        std::vector<A> line(static_cast<size_t>(split.dim));
+        for (int64_t o = begin; o < end; ++o) {
+          LoadAs(src + o * split.dim, line.data(), split.dim);
+          A acc = A(0);
+          for (int64_t step = 0; step < split.dim; ++step) {
+            A& value = line[static_cast<size_t>(reverse ? split.dim - 1 - step : step)];
+            const A sum = static_cast<A>(acc + value);
+            value = exclusive ? acc : sum;
+            acc = sum;
+          }
+          StoreAs(line.data(), dst + o * split.dim, split.dim);
+        }
+        return;
+      }
       std::vector<A> acc(inner);
       std::vector<A> row(inner);
       std::vector<A> result(inner);

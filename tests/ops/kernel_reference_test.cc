@@ -239,6 +239,35 @@ TEST(KernelReference, CumSumReverseExclusive) {
   EXPECT_EQ(ToVector<float>(out[0]), (std::vector<float>{5, 3, 0}));
 }
 
+// Along the last axis of several rows (each row converted whole), every direction, in
+// float32 and float16 (all sums exact in both).
+TEST(KernelReference, CumSumAlongTheLastAxisOfRows) {
+  const std::vector<float> values = {1, 2, 3, 4, 10, 20, 30, 40};
+  struct Case {
+    int64_t reverse, exclusive;
+    std::vector<float> want;
+  };
+  const Case cases[] = {{0, 0, {1, 3, 6, 10, 10, 30, 60, 100}},
+                        {0, 1, {0, 1, 3, 6, 0, 10, 30, 60}},
+                        {1, 0, {10, 9, 7, 4, 100, 90, 70, 40}},
+                        {1, 1, {9, 7, 4, 0, 90, 70, 40, 0}}};
+  std::vector<Float16> half;
+  for (float v : values) half.push_back(Float16::FromFloat(v));
+  for (const Case& c : cases) {
+    const auto node = [&](const Tensor& x) {
+      return SingleNode("CumSum", 14)
+          .Attr("reverse", c.reverse)
+          .Attr("exclusive", c.exclusive)
+          .Input(x)
+          .Input(MakeTensor<int64_t>({}, {1}));
+    };
+    EXPECT_EQ(ToVector<float>(RunOk(node(MakeTensor<float>({2, 4}, values)))[0]), c.want)
+        << "reverse " << c.reverse << " exclusive " << c.exclusive;
+    const auto got = ToVector<Float16>(RunOk(node(MakeTensor<Float16>({2, 4}, half)))[0]);
+    for (size_t i = 0; i < c.want.size(); ++i) EXPECT_EQ(got[i].ToFloat(), c.want[i]) << "float16 element " << i;
+  }
+}
+
 TEST(KernelReference, ReduceSumOverNonAdjacentAxes) {
   // x[i][j][k] = 6i + 2j + k over shape [2, 3, 2]; summing axes {0, 2} leaves j:
   // sum_i sum_k (6i + 2j + k) = 4 * 2j + (0 + 6) * 2 + (0 + 1) * 2 = 8j + 14.
