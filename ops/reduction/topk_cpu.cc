@@ -59,6 +59,7 @@ Status TopK(KernelContext& context) {
     const int64_t grain = ItemsPerChunk(split.dim, kReduceGrain);
     context.threads().ParallelFor(split.outer * inner, grain, [&](int64_t begin, int64_t end) {
       std::vector<std::pair<C, int64_t>> items(split.dim);
+      std::vector<C> line(inner == 1 ? split.dim : 0);  // a contiguous line, converted whole
       auto before = [largest](const std::pair<C, int64_t>& a, const std::pair<C, int64_t>& b) {
         const bool ahead = largest ? Greater(a.first, b.first) : Greater(b.first, a.first);
         const bool behind = largest ? Greater(b.first, a.first) : Greater(a.first, b.first);
@@ -68,10 +69,15 @@ Status TopK(KernelContext& context) {
         const int64_t o = m / inner;
         const int64_t i = m % inner;
         const T* base = src + o * split.dim * inner + i;
-        for (int64_t j = 0; j < split.dim; ++j) {
-          C value;
-          LoadAs(base + j * inner, &value, 1);
-          items[j] = {value, j};
+        if (inner == 1) {
+          LoadAs(base, line.data(), split.dim);
+          for (int64_t j = 0; j < split.dim; ++j) items[j] = {line[j], j};
+        } else {
+          for (int64_t j = 0; j < split.dim; ++j) {
+            C value;
+            LoadAs(base + j * inner, &value, 1);
+            items[j] = {value, j};
+          }
         }
         std::partial_sort(items.begin(), items.begin() + k, items.end(), before);
         for (int64_t j = 0; j < k; ++j) {
