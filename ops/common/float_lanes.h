@@ -12,6 +12,7 @@
 // call all the same, so the warning cannot tell the two apart).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -36,6 +37,28 @@ ONNX_AMP_LANES_INLINE Lanes LoadLanes(const float* values) {
 ONNX_AMP_LANES_INLINE void StoreLanes(const Lanes& lanes, float* values) { std::memcpy(values, &lanes, sizeof(lanes)); }
 
 ONNX_AMP_LANES_INLINE Lanes SplatLanes(float value) { return Lanes{} + value; }
+
+// 16 lanes of p[i, i + 16), padded with zeros past count.
+ONNX_AMP_LANES_INLINE Lanes LoadPadded(const float* p, int64_t i, int64_t count) {
+  if (i + kLanes <= count) return LoadLanes(p + i);
+  float tail[kLanes] = {};
+  std::copy(p + i, p + count, tail);
+  return LoadLanes(tail);
+}
+
+// y[0, count) = fn(lanes of x at i, i) over 16-lane blocks, the last count % 16 values
+// through a copy padded with zeros; y may be x. fn must be always inlined too
+// (ONNX_AMP_LANES_LAMBDA).
+template <typename Fn>
+ONNX_AMP_LANES_INLINE void MapLanes(const float* x, int64_t count, float* y, const Fn& fn) {
+  const int64_t body = count - count % kLanes;
+  for (int64_t i = 0; i < body; i += kLanes) StoreLanes(fn(LoadLanes(x + i), i), y + i);
+  if (body == count) return;
+  float tail[kLanes] = {};
+  std::copy(x + body, x + count, tail);
+  StoreLanes(fn(LoadLanes(tail), body), tail);
+  std::copy(tail, tail + (count - body), y + body);
+}
 
 // The larger of a and b per lane: a NaN in b is skipped, one in a kept. (A select on a
 // NaN test of a as well makes GCC write the loop in scalar code.)

@@ -1,7 +1,5 @@
 #include "ops/common/lane_functions.h"
 
-#include <algorithm>
-
 #include "ops/common/cpu_clones.h"
 #include "ops/common/float_lanes.h"
 
@@ -22,16 +20,9 @@ ONNX_AMP_LANES_INLINE Lanes Apply(Lanes x) {
   }
 }
 
-// The last n % 16 values go through the same lanes, padded with zeros.
 template <LaneFunction kFunction>
 ONNX_AMP_CPU_CLONES void LaneRun(const float* in, float* out, int64_t n) {
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) StoreLanes(Apply<kFunction>(LoadLanes(in + i)), out + i);
-  if (i == n) return;
-  float tail[kLanes] = {};
-  std::copy(in + i, in + n, tail);
-  StoreLanes(Apply<kFunction>(LoadLanes(tail)), tail);
-  std::copy(tail, tail + (n - i), out + i);
+  MapLanes(in, n, out, [](Lanes x, int64_t) ONNX_AMP_LANES_LAMBDA { return Apply<kFunction>(x); });
 }
 
 }  // namespace

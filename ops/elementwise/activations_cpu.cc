@@ -118,8 +118,7 @@ constexpr int64_t kGradBlock = 2048;
 // one, a slope such as Relu's (a 0 or a 1) becomes a multiply taken on one branch only,
 // which the compiler may not make unconditional (it could trap). `out` may be g itself
 // (never a shifted block), so no element depends on another.
-// A slope with a 16-lane form (ops/common/float_lanes.h) takes it instead: the last n % 16
-// values through a padded copy.
+// A slope with a 16-lane form (ops/common/float_lanes.h) takes it instead.
 template <typename Slope>
 concept LaneSlope = requires(const Slope& slope, Lanes x) {
   { slope(x) } -> std::same_as<Lanes>;
@@ -129,14 +128,7 @@ template <typename Slope>
 ONNX_AMP_CPU_CLONES void ApplySlope(const Slope& slope, const float* g, const float* __restrict value,
                                     float* __restrict slopes, float* out, int64_t n) {
   if constexpr (LaneSlope<Slope>) {
-    const int64_t body = n - n % kLanes;
-    for (int64_t i = 0; i < body; i += kLanes) StoreLanes(LoadLanes(g + i) * slope(LoadLanes(value + i)), out + i);
-    if (body == n) return;
-    float tail_g[kLanes] = {}, tail_value[kLanes] = {};
-    std::copy(g + body, g + n, tail_g);
-    std::copy(value + body, value + n, tail_value);
-    StoreLanes(LoadLanes(tail_g) * slope(LoadLanes(tail_value)), tail_g);
-    std::copy(tail_g, tail_g + (n - body), out + body);
+    MapLanes(value, n, out, [&](Lanes v, int64_t i) ONNX_AMP_LANES_LAMBDA { return LoadPadded(g, i, n) * slope(v); });
   } else {
     for (int64_t i = 0; i < n; ++i) slopes[i] = slope(value[i]);
 #pragma GCC ivdep

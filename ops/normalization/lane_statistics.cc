@@ -1,6 +1,5 @@
 #include "ops/normalization/lane_statistics.h"
 
-#include <algorithm>
 #include <cmath>
 
 #include "ops/common/cpu_clones.h"
@@ -14,27 +13,6 @@ ONNX_AMP_LANES_INLINE LaneInts LanesBelow(int64_t count) {
   LaneInts index;
   for (int l = 0; l < kLanes; ++l) index[l] = l;
   return index < static_cast<int32_t>(count);
-}
-
-// y[0, count) = f(x, i) over 16-lane blocks, the last count % 16 values through a padded
-// copy; f gets the lanes of x and the first index.
-template <typename Fn>
-ONNX_AMP_LANES_INLINE void MapLanes(const float* x, int64_t count, float* y, const Fn& fn) {
-  const int64_t body = count - count % kLanes;
-  for (int64_t i = 0; i < body; i += kLanes) StoreLanes(fn(LoadLanes(x + i), i), y + i);
-  if (body == count) return;
-  float tail[kLanes] = {};
-  std::copy(x + body, x + count, tail);
-  StoreLanes(fn(LoadLanes(tail), body), tail);
-  std::copy(tail, tail + (count - body), y + body);
-}
-
-// 16 lanes of p[i, i + 16), padded with zeros past count.
-ONNX_AMP_LANES_INLINE Lanes LoadPadded(const float* p, int64_t i, int64_t count) {
-  if (i + kLanes <= count) return LoadLanes(p + i);
-  float tail[kLanes] = {};
-  std::copy(p + i, p + count, tail);
-  return LoadLanes(tail);
 }
 
 }  // namespace

@@ -1,6 +1,5 @@
 #include "ops/reduction/lane_extremum.h"
 
-#include <algorithm>
 #include <cmath>
 
 #include "ops/common/cpu_clones.h"
