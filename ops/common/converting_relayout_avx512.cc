@@ -12,43 +12,11 @@
 #include <immintrin.h>
 
 #include "ops/common/lane_mask_avx512.h"
+#include "ops/common/transpose16_avx512.h"
 
 #define ONNX_AMP_TRANSPOSE_TARGET __attribute__((target("avx512f")))
 
 namespace onnx_amp::dnn {
-namespace {
-
-// Transposes the 16 x 16 floats of r (row i in r[i]) in place: 32-bit, then 64-bit
-// interleaves within 128-bit lanes, then two rounds of 128-bit lane shuffles.
-ONNX_AMP_TRANSPOSE_TARGET void Transpose16(__m512 r[16]) {
-  __m512 t[16];
-  for (int i = 0; i < 8; ++i) {
-    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; ++i) {
-    const __m512d low = _mm512_castps_pd(t[4 * i]), low_next = _mm512_castps_pd(t[4 * i + 2]);
-    const __m512d high = _mm512_castps_pd(t[4 * i + 1]), high_next = _mm512_castps_pd(t[4 * i + 3]);
-    r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(low, low_next));
-    r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(low, low_next));
-    r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(high, high_next));
-    r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(high, high_next));
-  }
-  for (int k = 0; k < 4; ++k) {
-    t[k] = _mm512_shuffle_f32x4(r[k], r[4 + k], 0x88);
-    t[4 + k] = _mm512_shuffle_f32x4(r[k], r[4 + k], 0xdd);
-    t[8 + k] = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0x88);
-    t[12 + k] = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0xdd);
-  }
-  for (int k = 0; k < 4; ++k) {
-    r[k] = _mm512_shuffle_f32x4(t[k], t[8 + k], 0x88);
-    r[8 + k] = _mm512_shuffle_f32x4(t[k], t[8 + k], 0xdd);
-    r[4 + k] = _mm512_shuffle_f32x4(t[4 + k], t[12 + k], 0x88);
-    r[12 + k] = _mm512_shuffle_f32x4(t[4 + k], t[12 + k], 0xdd);
-  }
-}
-
-}  // namespace
 
 ONNX_AMP_TRANSPOSE_TARGET void RowsToPixels16(const float* in, int64_t in_stride, int64_t count, float* out,
                                               int64_t out_stride) {

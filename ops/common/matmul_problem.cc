@@ -5,6 +5,8 @@
 #include <string>
 
 #include "ops/common/bf16_kernel_choice.h"
+#include "ops/common/bf16_weight_pack.h"
+#include "ops/common/converting_relayout.h"
 #include "ops/common/few_rows_matmul.h"
 #include "ops/common/float_compute.h"
 #include "ops/common/fused_activation.h"
@@ -36,6 +38,107 @@ double WeightElements(const MatMulProblem& p) {
   return elements;
 }
 
+// Native bfloat16 products of at least this many multiply-adds bring their operands into
+// the layouts oneDNN's kernels compute on before the product (CopiesADense,
+// PacksBEachCall): below it the extra pass costs more than it saves.
+constexpr double kRelayoutMultiplyAdds = double(1 << 26);
+
+// Whether a dims/strides pair is one matrix (any batch dims 1).
+bool IsOneMatrix(const dnnl::memory::dims& dims) {
+  for (size_t i = 0; i + 2 < dims.size(); ++i) {
+    if (dims[i] != 1) return false;
+  }
+  return true;
+}
+
+// Whether A is a transposed view (one column-major matrix) to copy dense first. oneDNN's
+// bfloat16 kernels transpose such an A themselves, block by block inside the product:
+// the weight gradients X^T dY of the MLP's mixed_bfloat16 step (4096 x 1024 x 4096, 2
+// threads) ran 91 ms that way against 85 ms on a dense A, and the copy takes about 1 ms.
+bool CopiesADense(const MatMulProblem& p) {
+  const size_t rank = p.a_dims.size();
+  const int64_t m = p.a_dims[rank - 2];
+  return IsOneMatrix(p.a_dims) && m % 16 == 0 && p.a_strides[rank - 2] == 1 && p.a_strides[rank - 1] == m &&
+         dnn::TransposesSupported();
+}
+
+// Whether B (one matrix, row-major or transposed, not kept packed by the node) is packed
+// on this call (ops/common/bf16_weight_pack.h).
+bool PacksBEachCall(const MatMulProblem& p, const dnn::WeightsSource& b) {
+  const size_t rank = p.b_dims.size();
+  const int64_t k = p.b_dims[rank - 2], n = p.b_dims[rank - 1];
+  const bool plain = p.b_strides[rank - 2] == n && p.b_strides[rank - 1] == 1;
+  const bool transposed = p.b_strides[rank - 2] == 1 && p.b_strides[rank - 1] == k;
+  return b.packed == nullptr && IsOneMatrix(p.b_dims) && (plain || transposed);
+}
+
+// Copies the transposed A of `problem` (CopiesADense) into `scratch` as a dense
+// row-major matrix, in 16-row strips across the threads, and points `problem` at it.
+Expected<const void*> CopyADense(KernelContext& context, MatMulProblem& problem, const void* a, Tensor& scratch) {
+  const size_t rank = problem.a_dims.size();
+  const int64_t m = problem.a_dims[rank - 2], k = problem.a_dims[rank - 1];
+  ONNX_AMP_ASSIGN_OR_RETURN(scratch, context.ScratchFloat32((m * k + 1) / 2));
+  const auto* from = static_cast<const uint16_t*>(a);
+  auto* to = static_cast<uint16_t*>(scratch.raw_data());
+  context.threads().ParallelFor(m / 16, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t strip = begin; strip < end; ++strip) {
+      dnn::PixelsToRows16Bits(from + strip * 16, m, k, to + strip * 16 * k, k);
+    }
+  });
+  problem.a_strides = DenseStrides(problem.a_dims);
+  return static_cast<const void*>(to);
+}
+
+// B packed into `layout` in `scratch`: by PackBf16Weights where it writes that layout,
+// else by oneDNN's reorder.
+Expected<const void*> PackB(KernelContext& context, const MatMulProblem& problem, const void* b,
+                            const dnnl::memory::desc& layout, Tensor& scratch) {
+  ONNX_AMP_ASSIGN_OR_RETURN(scratch, context.ScratchFloat32(static_cast<int64_t>((layout.get_size() + 3) / 4)));
+  const size_t rank = problem.b_dims.size();
+  const bool transposed = problem.b_strides[rank - 1] != 1;
+  if (dnn::PacksBf16Weights(layout)) {
+    dnn::PackBf16Weights(static_cast<const uint16_t*>(b), transposed, layout, static_cast<uint16_t*>(scratch.raw_data()),
+                         context.threads());
+    return static_cast<const void*>(scratch.raw_data());
+  }
+  try {
+    const dnnl::engine& engine = dnn::CpuEngine();
+    dnnl::memory plain({problem.b_dims, dnnl::memory::data_type::bf16, problem.b_strides}, engine, const_cast<void*>(b));
+    dnnl::memory packed(layout, engine, scratch.raw_data());
+    dnnl::stream& stream = dnn::ThreadStream();
+    dnnl::reorder(plain, packed).execute(stream, plain, packed);
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    return InternalError(std::string("oneDNN cannot pack a bfloat16 B: ") + e.what());
+  }
+  return static_cast<const void*>(scratch.raw_data());
+}
+
+// RunDnnlMatMul on bfloat16 operands. A large product on the native kernels first copies a
+// transposed A dense (CopiesADense) and packs a B the node does not keep packed
+// (PacksBEachCall).
+Status RunBf16MatMul(KernelContext& context, const MatMulProblem& problem, const void* a,
+                     const dnn::WeightsSource& b, const MatMulDestination& c) {
+  const double multiply_adds = MultiplyAdds(problem);
+  if (multiply_adds < kRelayoutMultiplyAdds || !NativeBf16Pays(multiply_adds, WeightElements(problem))) {
+    return RunDnnlMatMul(problem, dnnl::memory::data_type::bf16, a, b, FusedActivation{}, c);
+  }
+  MatMulProblem relaid = problem;
+  Tensor a_scratch, b_scratch;
+  const void* a_data = a;
+  if (CopiesADense(problem)) {
+    ONNX_AMP_ASSIGN_OR_RETURN(a_data, CopyADense(context, relaid, a, a_scratch));
+  }
+  dnn::WeightsSource weights = b;
+  if (PacksBEachCall(problem, b)) {
+    const void* b_data = b.plain();
+    weights.pack_each_call = [&, b_data](const dnnl::memory::desc& layout) {
+      return PackB(context, problem, b_data, layout, b_scratch);
+    };
+  }
+  return RunDnnlMatMul(relaid, dnnl::memory::data_type::bf16, a_data, weights, FusedActivation{}, c);
+}
+
 }  // namespace
 
 dnnl::memory::dims DenseStrides(const dnnl::memory::dims& dims) {
@@ -58,7 +161,7 @@ Status RunDnnlMatMul(const MatMulProblem& problem, dt operand_type, const void* 
   bias_dims.back() = problem.c_dims.back();
   const dnnl::memory::desc bias_md(bias_dims, dt::f32, DenseStrides(bias_dims));
   const bool has_bias = !problem.bias.empty();
-  const bool packed = b.packed != nullptr;
+  const bool packed = b.packed != nullptr || static_cast<bool>(b.pack_each_call);
   const bool need_optimized = operand_type != dt::f32;
   const std::string key = ProblemKey(problem, operand_type) + ActivationKey(post_op) + (packed ? "/packed" : "") +
                           (has_bias ? "/bias" : "") + (c.type == dt::f32 ? "" : "/low");
@@ -217,7 +320,7 @@ Status ComputeMatMul(KernelContext& context, const MatMulProblem& problem, const
     return Status::Ok();
   }
   if (dtype == DType::kBFloat16 && !problem.accumulate && !widened) {
-    Status status = RunDnnlMatMul(problem, dt::bf16, a.raw_data(), b_source, FusedActivation{}, {dt::bf16, out.raw_data()});
+    Status status = RunBf16MatMul(context, problem, a.raw_data(), b_source, {dt::bf16, out.raw_data()});
     if (status.ok()) {
       ApplyActivation(activation, out, context.threads());
       return Status::Ok();
@@ -236,7 +339,7 @@ Status ComputeMatMul(KernelContext& context, const MatMulProblem& problem, const
   if (problem.accumulate) std::copy(addend.begin(), addend.end(), c.data<float>());
   Status status = Unsupported("float16 runs on float32 kernels");
   if (native_bf16) {
-    status = RunDnnlMatMul(problem, dt::bf16, a.raw_data(), b_source, FusedActivation{}, {dt::f32, c.raw_data()});
+    status = RunBf16MatMul(context, problem, a.raw_data(), b_source, {dt::f32, c.raw_data()});
   }
   if (status.code() == ErrorCode::kUnsupported) {
     // Packed B is widened once, on the run that packs it; plain B on every call.

@@ -354,6 +354,10 @@ PackedWeights* PackedWeightsOf(KernelContext& context, int index) {
 Expected<std::pair<dnnl::memory::desc, const void*>> ResolveWeights(const Primitive& primitive, const std::string& key,
                                                                     const dnnl::memory::desc& plain_md,
                                                                     const WeightsSource& source) {
+  if (source.pack_each_call) {
+    ONNX_AMP_ASSIGN_OR_RETURN(const void* data, source.pack_each_call(primitive.weights_md));
+    return std::make_pair(primitive.weights_md, data);
+  }
   if (source.packed == nullptr) return std::make_pair(plain_md, source.plain());
   dnnl::memory packed = source.packed->Find(key, source.identity);
   if (!packed) {

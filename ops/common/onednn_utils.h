@@ -124,10 +124,15 @@ struct WeightsSource {
   PackedWeights* packed = nullptr;     // constant weights: build the primitive with
                                        // format_tag::any weights and reorder them once
   const void* identity = nullptr;      // the constant tensor's data (other data re-packs)
+  // Weights that change from call to call but are worth packing on each (a large
+  // bfloat16 B): the primitive is built with format_tag::any weights, and this returns
+  // them in its layout, kept alive until the call returns. Takes precedence over `packed`.
+  std::function<Expected<const void*>(const dnnl::memory::desc& layout)> pack_each_call = {};
 };
 
 // The weights argument for `primitive` (cached as `key`): the plain data as is, or
-// the packed copy, reordered from (plain_md, source.plain()) on first use.
+// the packed copy, reordered from (plain_md, source.plain()) on first use, or what
+// source.pack_each_call makes.
 Expected<std::pair<dnnl::memory::desc, const void*>> ResolveWeights(const Primitive& primitive, const std::string& key,
                                                                     const dnnl::memory::desc& plain_md,
                                                                     const WeightsSource& source);

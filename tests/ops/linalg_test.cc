@@ -277,6 +277,24 @@ TEST(GemmTest, BFloat16NativeKernelsRoundOnce) {
   for (const GemmCase& g : kGemmCases) CheckGemm(DType::kBFloat16, g, seed += 3);
 }
 
+// Native bfloat16 products large enough to bring their operands into oneDNN's layouts
+// first (ops/common/matmul_problem.cc): a transposed A copied dense (M a multiple of 16,
+// or not: then read as it is), and a B packed on every call, plain and transposed, K
+// a multiple of 32 or not. Every 7th row is checked.
+TEST(GemmTest, BFloat16NativeLargeProductsRelayoutTheirOperands) {
+  ONNX_AMP_SKIP_WITHOUT_NATIVE_BF16();
+  const ScopedBf16Kernels native(Bf16Kernels::kNative);
+  const std::vector<GemmCase> cases = {
+      {512, 1024, 256, true, false, 1.0f, 1.0f, std::nullopt},
+      {256, 784, 512, false, false, 1.0f, 1.0f, Shape{512}},
+      {256, 1024, 320, false, true, 0.5f, 1.0f, std::nullopt},
+      {496, 800, 400, true, true, 1.0f, 1.0f, Shape{400}},
+      {500, 1023, 256, true, false, 1.0f, 1.0f, std::nullopt},
+  };
+  uint32_t seed = 660;
+  for (const GemmCase& g : cases) CheckGemm(DType::kBFloat16, g, seed += 3, 7);
+}
+
 TEST(GemmTest, BFloat16Float32KernelsRoundOnce) {
   const ScopedBf16Kernels float32(Bf16Kernels::kFloat32);
   uint32_t seed = 640;
