@@ -15,6 +15,12 @@ namespace onnx_amp {
 // out[0, count) = Relu(in[0, count)) for `dtype` kFloat16 or kBFloat16; `out` may be `in`.
 void ReluOnLowPrecisionBits(DType dtype, const uint16_t* in, uint16_t* out, int64_t count);
 
+// dx[0, count) = ReluGrad(dy, y) for `dtype` kFloat16 or kBFloat16: the bits of widening
+// both, dy * (y > 0 ? 1 : 0) in float32 and rounding back (dy where y > 0, else a zero
+// of dy's sign; a NaN dy quieted, an infinite one times 0 the default NaN), without the
+// conversions. `dx` may be `dy`.
+void ReluGradOnLowPrecisionBits(DType dtype, const uint16_t* dy, const uint16_t* y, uint16_t* dx, int64_t count);
+
 // out[0, count) = Relu(in[0, count)) of float32 values; `out` may be `in`.
 void ReluFloat32(const float* in, float* out, int64_t count);
 

@@ -194,11 +194,29 @@ Status GeluGrad(KernelContext& context) {
   return PointwiseGradWith(context, GeluLaneSlope{});
 }
 
+// float16/bfloat16 dY and Y on their bits (relu_bits.h), the same bits as the widened
+// product without the conversions; other dtypes as every pointwise gradient.
+Status ReluGrad(KernelContext& context) {
+  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* dy, FloatInput(context, 0));
+  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* y, FloatInput(context, 1));
+  if (!IsLowPrecision(dy->dtype()) || y->dtype() != dy->dtype() || dy->shape() != y->shape()) {
+    return PointwiseGrad<ReluSlope>(context);
+  }
+  if (context.num_outputs() < 1 || !context.output_used(0)) return Status::Ok();
+  ONNX_AMP_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, dy->dtype(), dy->shape()));
+  context.threads().ParallelFor(dy->num_elements(), kChunk, [&](int64_t begin, int64_t end) {
+    ReluGradOnLowPrecisionBits(dy->dtype(), static_cast<const uint16_t*>(dy->raw_data()) + begin,
+                               static_cast<const uint16_t*>(y->raw_data()) + begin,
+                               static_cast<uint16_t*>(dx->raw_data()) + begin, end - begin);
+  });
+  return Status::Ok();
+}
+
 // Slopes and formulas: ops/common/elementwise_math.h.
 constexpr Activation kActivations[] = {
     // ReluGrad reads Y (Y > 0 exactly where X > 0; Y = max(X, 0) keeps NaN), so X dies at
     // the Relu and a Gemm, MatMul or Conv before it can fold the Relu in.
-    {"Relu", Relu, "ReluGrad", PointwiseGrad<ReluSlope>, SlopeOf::kOutput},
+    {"Relu", Relu, "ReluGrad", ReluGrad, SlopeOf::kOutput},
     {"LeakyRelu", LeakyRelu},
     {"PRelu", PRelu},
     {"Elu", Elu},

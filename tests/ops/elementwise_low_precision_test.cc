@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/core/float16.h"
+#include "runtime/core/onnx_domain.h"
 #include "tests/ops/single_node_harness.h"
 
 namespace onnx_amp::testing {
@@ -285,6 +286,45 @@ TEST(ElementwiseLowPrecisionRelu, EveryBitPattern) {
       const float value = dtype == DType::kFloat16 ? HalfBitsToFloat(h) : BFloat16BitsToFloat(h);
       const uint16_t expected = value < 0.0f ? uint16_t{0} : h;
       ASSERT_EQ(out[i], expected) << DTypeName(dtype) << " bits " << std::hex << i;
+    }
+  }
+}
+
+// ReluGrad on float16/bfloat16 gives what widening dY and Y, dY * (Y > 0 ? 1 : 0) in
+// float32 and rounding back give, over every dY bit pattern against Y of each class
+// (zeros, subnormals, normals, infinities, NaNs of either sign): dY where Y > 0, else a
+// zero of dY's sign; a NaN dY comes back quieted, an infinite one times 0 as the default
+// NaN (negative, quiet).
+TEST(ElementwiseLowPrecisionReluGrad, EveryGradientBitPattern) {
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {
+    const bool half = dtype == DType::kFloat16;
+    const uint16_t quiet = half ? 0x0200 : 0x0040, infinity = half ? 0x7c00 : 0x7f80;
+    const uint16_t default_nan = half ? 0xfe00 : 0xffc0;
+    const std::vector<uint16_t> ys = {0x0000, 0x8000, 0x0001, 0x8001, 0x3c00, 0xbc00, 0x3f80, 0xbf80, infinity,
+                                      static_cast<uint16_t>(infinity | 0x8000), static_cast<uint16_t>(infinity | 1),
+                                      static_cast<uint16_t>(infinity | quiet | 0x8000)};
+    for (const uint16_t y_bits : ys) {
+      Tensor dy = Tensor::Empty(dtype, {2, 32768}), y = Tensor::Empty(dtype, {2, 32768});
+      uint16_t* dy_data = static_cast<uint16_t*>(dy.raw_data());
+      uint16_t* y_data = static_cast<uint16_t*>(y.raw_data());
+      for (uint32_t i = 0; i < 65536; ++i) {
+        dy_data[i] = static_cast<uint16_t>(i);
+        y_data[i] = y_bits;
+      }
+      Expected<std::vector<Tensor>> dx = SingleNode("ReluGrad", 1, std::string(kOnnxAmpDomain)).Input(dy).Input(y).Run();
+      ASSERT_TRUE(dx.ok()) << dx.status().message();
+      ASSERT_EQ(dx->at(0).dtype(), dtype);
+      const uint16_t* out = static_cast<const uint16_t*>(dx->at(0).raw_data());
+      const float y_value = half ? HalfBitsToFloat(y_bits) : BFloat16BitsToFloat(y_bits);
+      for (uint32_t i = 0; i < 65536; ++i) {
+        const uint16_t g = static_cast<uint16_t>(i);
+        const uint16_t magnitude = g & 0x7fff;
+        const uint16_t expected = magnitude > infinity ? static_cast<uint16_t>(g | quiet)
+                                  : y_value > 0.0f     ? g
+                                  : magnitude == infinity ? default_nan
+                                                          : static_cast<uint16_t>(g & 0x8000);
+        ASSERT_EQ(out[i], expected) << DTypeName(dtype) << " dY bits " << std::hex << i << ", Y bits " << y_bits;
+      }
     }
   }
 }
