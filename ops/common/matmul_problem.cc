@@ -5,12 +5,12 @@
 #include <string>
 
 #include "ops/common/bf16_kernel_choice.h"
-#include "ops/common/bf16_weight_pack.h"
 #include "ops/common/converting_relayout.h"
 #include "ops/common/few_rows_matmul.h"
 #include "ops/common/float_compute.h"
 #include "ops/common/fused_activation.h"
 #include "ops/common/onednn_utils.h"
+#include "ops/common/weight_pack.h"
 #include "ops/common/widened_panels.h"
 #include "runtime/exec/thread_pool.h"
 
@@ -38,8 +38,8 @@ double WeightElements(const MatMulProblem& p) {
   return elements;
 }
 
-// Native bfloat16 products of at least this many multiply-adds bring their operands into
-// the layouts oneDNN's kernels compute on before the product (CopiesADense,
+// float32 and native bfloat16 products of at least this many multiply-adds bring their
+// operands into the layouts oneDNN's kernels compute on before the product (CopiesADense,
 // PacksBEachCall): below it the extra pass costs more than it saves.
 constexpr double kRelayoutMultiplyAdds = double(1 << 26);
 
@@ -63,7 +63,7 @@ bool CopiesADense(const MatMulProblem& p) {
 }
 
 // Whether B (one matrix, row-major or transposed, not kept packed by the node) is packed
-// on this call (ops/common/bf16_weight_pack.h).
+// on this call (ops/common/weight_pack.h).
 bool PacksBEachCall(const MatMulProblem& p, const dnn::WeightsSource& b) {
   const size_t rank = p.b_dims.size();
   const int64_t k = p.b_dims[rank - 2], n = p.b_dims[rank - 1];
@@ -89,44 +89,45 @@ Expected<const void*> CopyADense(KernelContext& context, MatMulProblem& problem,
   return static_cast<const void*>(to);
 }
 
-// B packed into `layout` in `scratch`: by PackBf16Weights where it writes that layout,
-// else by oneDNN's reorder.
+// B packed into `layout` in `scratch`: by PackWeights where it writes that layout, else
+// by oneDNN's reorder.
 Expected<const void*> PackB(KernelContext& context, const MatMulProblem& problem, const void* b,
                             const dnnl::memory::desc& layout, Tensor& scratch) {
   ONNX_AMP_ASSIGN_OR_RETURN(scratch, context.ScratchFloat32(static_cast<int64_t>((layout.get_size() + 3) / 4)));
   const size_t rank = problem.b_dims.size();
   const bool transposed = problem.b_strides[rank - 1] != 1;
-  if (dnn::PacksBf16Weights(layout)) {
-    dnn::PackBf16Weights(static_cast<const uint16_t*>(b), transposed, layout, static_cast<uint16_t*>(scratch.raw_data()),
-                         context.threads());
+  if (dnn::PacksWeights(layout)) {
+    dnn::PackWeights(b, transposed, layout, scratch.raw_data(), context.threads());
     return static_cast<const void*>(scratch.raw_data());
   }
   try {
     const dnnl::engine& engine = dnn::CpuEngine();
-    dnnl::memory plain({problem.b_dims, dnnl::memory::data_type::bf16, problem.b_strides}, engine, const_cast<void*>(b));
+    dnnl::memory plain({problem.b_dims, layout.data_type(), problem.b_strides}, engine, const_cast<void*>(b));
     dnnl::memory packed(layout, engine, scratch.raw_data());
     dnnl::stream& stream = dnn::ThreadStream();
     dnnl::reorder(plain, packed).execute(stream, plain, packed);
     stream.wait();
   } catch (const dnnl::error& e) {
-    return InternalError(std::string("oneDNN cannot pack a bfloat16 B: ") + e.what());
+    return InternalError(std::string("oneDNN cannot pack B: ") + e.what());
   }
   return static_cast<const void*>(scratch.raw_data());
 }
 
-// RunDnnlMatMul on bfloat16 operands. A large product on the native kernels first copies a
-// transposed A dense (CopiesADense) and packs a B the node does not keep packed
-// (PacksBEachCall).
-Status RunBf16MatMul(KernelContext& context, const MatMulProblem& problem, const void* a,
-                     const dnn::WeightsSource& b, const MatMulDestination& c) {
+// RunDnnlMatMul on float32 or bfloat16 operands. A large product (bfloat16 on the native
+// kernels) first packs a B the node does not keep packed (PacksBEachCall), and in
+// bfloat16 copies a transposed A dense (CopiesADense; in float32 that measured no faster).
+Status RunRelaidMatMul(KernelContext& context, const MatMulProblem& problem, dnnl::memory::data_type operand_type,
+                       const void* a, const dnn::WeightsSource& b, const FusedActivation& post_op,
+                       const MatMulDestination& c) {
   const double multiply_adds = MultiplyAdds(problem);
-  if (multiply_adds < kRelayoutMultiplyAdds || !NativeBf16Pays(multiply_adds, WeightElements(problem))) {
-    return RunDnnlMatMul(problem, dnnl::memory::data_type::bf16, a, b, FusedActivation{}, c);
+  const bool bf16 = operand_type == dnnl::memory::data_type::bf16;
+  if (multiply_adds < kRelayoutMultiplyAdds || (bf16 && !NativeBf16Pays(multiply_adds, WeightElements(problem)))) {
+    return RunDnnlMatMul(problem, operand_type, a, b, post_op, c);
   }
   MatMulProblem relaid = problem;
   Tensor a_scratch, b_scratch;
   const void* a_data = a;
-  if (CopiesADense(problem)) {
+  if (bf16 && CopiesADense(problem)) {
     ONNX_AMP_ASSIGN_OR_RETURN(a_data, CopyADense(context, relaid, a, a_scratch));
   }
   dnn::WeightsSource weights = b;
@@ -136,7 +137,7 @@ Status RunBf16MatMul(KernelContext& context, const MatMulProblem& problem, const
       return PackB(context, problem, b_data, layout, b_scratch);
     };
   }
-  return RunDnnlMatMul(relaid, dnnl::memory::data_type::bf16, a_data, weights, FusedActivation{}, c);
+  return RunDnnlMatMul(relaid, operand_type, a_data, weights, post_op, c);
 }
 
 }  // namespace
@@ -314,13 +315,14 @@ Status ComputeMatMul(KernelContext& context, const MatMulProblem& problem, const
   if (dtype == DType::kFloat32) {
     if (problem.accumulate) std::copy(addend.begin(), addend.end(), out.data<float>());
     const FusedActivation post_op = ExactPostOp(activation);
-    Status status = RunDnnlMatMul(problem, dt::f32, a.raw_data(), b_source, post_op, {dt::f32, out.raw_data()});
+    Status status = RunRelaidMatMul(context, problem, dt::f32, a.raw_data(), b_source, post_op, {dt::f32, out.raw_data()});
     if (!status.ok()) return context.Error(status.code(), status.message());
     if (post_op.kind == FusedActivationKind::kNone) ApplyActivation(activation, out, context.threads());
     return Status::Ok();
   }
   if (dtype == DType::kBFloat16 && !problem.accumulate && !widened) {
-    Status status = RunBf16MatMul(context, problem, a.raw_data(), b_source, {dt::bf16, out.raw_data()});
+    Status status =
+        RunRelaidMatMul(context, problem, dt::bf16, a.raw_data(), b_source, FusedActivation{}, {dt::bf16, out.raw_data()});
     if (status.ok()) {
       ApplyActivation(activation, out, context.threads());
       return Status::Ok();
@@ -339,7 +341,7 @@ Status ComputeMatMul(KernelContext& context, const MatMulProblem& problem, const
   if (problem.accumulate) std::copy(addend.begin(), addend.end(), c.data<float>());
   Status status = Unsupported("float16 runs on float32 kernels");
   if (native_bf16) {
-    status = RunBf16MatMul(context, problem, a.raw_data(), b_source, {dt::f32, c.raw_data()});
+    status = RunRelaidMatMul(context, problem, dt::bf16, a.raw_data(), b_source, FusedActivation{}, {dt::f32, c.raw_data()});
   }
   if (status.code() == ErrorCode::kUnsupported) {
     // Packed B is widened once, on the run that packs it; plain B on every call.

@@ -295,6 +295,18 @@ TEST(GemmTest, BFloat16NativeLargeProductsRelayoutTheirOperands) {
   for (const GemmCase& g : cases) CheckGemm(DType::kBFloat16, g, seed += 3, 7);
 }
 
+// float32 products large enough to pack a B the node does not keep packed on every call:
+// plain and transposed, K and N multiples of the blocks or not.
+TEST(GemmTest, Float32LargeProductsPackTheirWeights) {
+  const std::vector<GemmCase> cases = {
+      {256, 784, 512, false, false, 1.0f, 1.0f, Shape{512}},
+      {256, 1024, 320, false, true, 0.5f, 1.0f, std::nullopt},
+      {496, 801, 400, true, true, 1.0f, 1.0f, Shape{400}},
+  };
+  uint32_t seed = 680;
+  for (const GemmCase& g : cases) CheckGemm(DType::kFloat32, g, seed += 3, 7);
+}
+
 TEST(GemmTest, BFloat16Float32KernelsRoundOnce) {
   const ScopedBf16Kernels float32(Bf16Kernels::kFloat32);
   uint32_t seed = 640;

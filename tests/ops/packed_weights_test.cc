@@ -1,18 +1,19 @@
 // Constant weights reordered once into a primitive's layout (dnn::ResolveWeights): the
 // packed copy holds the reordered values, is made once per key, and a large one starts
 // on a 2 MiB boundary so that it can sit on huge pages (unless ONNX_AMP_HUGE_PAGES=0).
-// bfloat16 weights packed on every call (ops/common/bf16_weight_pack.h) hold the bits
-// oneDNN's own reorder writes.
+// float32 and bfloat16 weights packed on every call (ops/common/weight_pack.h) hold the
+// bits oneDNN's own reorder writes.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <string_view>
 #include <vector>
 
-#include "ops/common/bf16_weight_pack.h"
 #include "ops/common/onednn_utils.h"
+#include "ops/common/weight_pack.h"
 #include "runtime/exec/thread_pool.h"
 #include "tests/ops/dnn_test_util.h"
 
@@ -60,48 +61,51 @@ TEST(PackedWeightsTest, LargeWeightsArePackedOnceOnA2MiBBoundary) {
   ExpectPackedTransposed(1024, 1536, HugePagesOff() ? 64 : size_t{2} << 20);  // 6 MiB
 }
 
-// Packs a random K x N bfloat16 B (stored transposed when `transposed`) into the layout a
-// bfloat16 matmul primitive picks for it, with PackBf16Weights and with oneDNN's reorder
+// Packs a random K x N B of `type` (stored transposed when `transposed`) into the layout
+// a matmul primitive of that type picks for it, with PackWeights and with oneDNN's reorder
 // over a buffer first filled with other bits, and compares every byte (padding included).
-void ExpectPackedLikeOneDnn(int64_t k, int64_t n, bool transposed) {
-  using dt = dnnl::memory::data_type;
+void ExpectPackedLikeOneDnn(dnnl::memory::data_type type, int64_t k, int64_t n, bool transposed) {
   using tag = dnnl::memory::format_tag;
   const dnnl::engine& engine = dnn::CpuEngine();
-  const dnnl::memory::desc a_md({256, k}, dt::bf16, tag::ab), c_md({256, n}, dt::bf16, tag::ab);
-  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, dnnl::memory::desc({k, n}, dt::bf16, tag::any), c_md),
+  const dnnl::memory::desc a_md({256, k}, type, tag::ab), c_md({256, n}, type, tag::ab);
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, dnnl::memory::desc({k, n}, type, tag::any), c_md),
                                         engine);
   const dnnl::memory::desc layout = pd.weights_desc();
-  if (!dnn::PacksBf16Weights(layout)) {
-    GTEST_SKIP() << "this CPU's bfloat16 matmul reads its weights in a layout PackBf16Weights does not write";
+  const std::string label = std::to_string(k) + " x " + std::to_string(n) + (transposed ? " transposed" : " plain");
+  if (!dnn::PacksWeights(layout)) {
+    GTEST_SKIP() << "this CPU's matmul reads its weights in a layout PackWeights does not write (" << label << ")";
   }
+  const size_t element_size = type == dnnl::memory::data_type::f32 ? 4 : 2;
   std::mt19937 gen(static_cast<uint32_t>(k * 131 + n * 7 + transposed));
-  std::vector<uint16_t> b(static_cast<size_t>(k * n));
-  for (uint16_t& v : b) v = static_cast<uint16_t>(gen());
-  const dnnl::memory::desc plain_md({k, n}, dt::bf16, transposed ? dnnl::memory::dims{1, k} : dnnl::memory::dims{n, 1});
-  std::vector<uint16_t> expected(layout.get_size() / 2, 0x5555), packed(layout.get_size() / 2, 0xAAAA);
+  std::vector<uint8_t> b(static_cast<size_t>(k * n) * element_size);
+  for (uint8_t& byte : b) byte = static_cast<uint8_t>(gen());
+  const dnnl::memory::desc plain_md({k, n}, type, transposed ? dnnl::memory::dims{1, k} : dnnl::memory::dims{n, 1});
+  std::vector<uint8_t> expected(layout.get_size(), 0x55), packed(layout.get_size(), 0xAA);
   dnnl::memory plain(plain_md, engine, b.data()), reordered(layout, engine, expected.data());
   dnnl::stream stream(engine);
   dnnl::reorder(plain, reordered).execute(stream, plain, reordered);
   stream.wait();
   ThreadPool threads(2);
-  dnn::PackBf16Weights(b.data(), transposed, layout, packed.data(), threads);
-  for (size_t i = 0; i < packed.size(); ++i) {
-    ASSERT_EQ(packed[i], expected[i]) << k << " x " << n << (transposed ? " transposed" : " plain") << ", element " << i;
+  dnn::PackWeights(b.data(), transposed, layout, packed.data(), threads);
+  for (size_t i = 0; i < packed.size(); ++i) ASSERT_EQ(packed[i], expected[i]) << label << ", byte " << i;
+}
+
+// K a multiple of a block, of half a block (784), and odd with N not a multiple of 64.
+TEST(PackedWeightsTest, Bf16PackMatchesOneDnnsReorder) {
+  ONNX_AMP_SKIP_WITHOUT_NATIVE_BF16();
+  for (const bool transposed : {false, true}) {
+    ExpectPackedLikeOneDnn(dnnl::memory::data_type::bf16, 128, 256, transposed);
+    ExpectPackedLikeOneDnn(dnnl::memory::data_type::bf16, 784, 320, transposed);
+    ExpectPackedLikeOneDnn(dnnl::memory::data_type::bf16, 77, 100, transposed);
   }
 }
 
-TEST(PackedWeightsTest, Bf16PackOfAPlainBMatchesOneDnnsReorder) {
-  ONNX_AMP_SKIP_WITHOUT_NATIVE_BF16();
-  ExpectPackedLikeOneDnn(128, 256, false);
-  ExpectPackedLikeOneDnn(784, 320, false);  // K a multiple of 16, not of 32
-  ExpectPackedLikeOneDnn(77, 100, false);   // odd K, N not a multiple of 64
-}
-
-TEST(PackedWeightsTest, Bf16PackOfATransposedBMatchesOneDnnsReorder) {
-  ONNX_AMP_SKIP_WITHOUT_NATIVE_BF16();
-  ExpectPackedLikeOneDnn(128, 256, true);
-  ExpectPackedLikeOneDnn(784, 320, true);
-  ExpectPackedLikeOneDnn(77, 100, true);
+TEST(PackedWeightsTest, Float32PackMatchesOneDnnsReorder) {
+  for (const bool transposed : {false, true}) {
+    ExpectPackedLikeOneDnn(dnnl::memory::data_type::f32, 128, 256, transposed);
+    ExpectPackedLikeOneDnn(dnnl::memory::data_type::f32, 776, 320, transposed);
+    ExpectPackedLikeOneDnn(dnnl::memory::data_type::f32, 77, 100, transposed);
+  }
 }
 
 }  // namespace
