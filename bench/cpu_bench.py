@@ -97,12 +97,18 @@ def gemm_dtypes():
     return ("f32",) if MAX_CPU_ISA is not None else ("f32", "bf16")
 
 
-def peak_rates(tools, threads):
+def peak_rates(tools, threads, probes=3):
     """The CPU's peak GFLOP/s on `threads` threads: {"f32_fma": .., "bf16_dot": ..} (the latter
-    only where the CPU has AVX512_BF16)."""
+    only where the CPU has AVX512_BF16), the best of `probes` runs: a probe that shares the
+    cores with anything (a VM's neighbours included) only reads low."""
     command = [str(tools["gemm_rate"]), "--peak", "--threads", str(threads)]
-    out = subprocess.run(command, check=True, capture_output=True, text=True, env=capped_env("ours")).stdout
-    return {row["peak"]: row["gflops"] for row in map(json.loads, out.splitlines()) if row.get("gflops")}
+    best = {}
+    for _ in range(probes):
+        out = subprocess.run(command, check=True, capture_output=True, text=True, env=capped_env("ours")).stdout
+        for row in map(json.loads, out.splitlines()):
+            if row.get("gflops"):
+                best[row["peak"]] = max(best.get(row["peak"], 0.0), row["gflops"])
+    return best
 
 
 def run_measured(command, env=None):
