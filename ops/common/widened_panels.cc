@@ -230,10 +230,7 @@ Status WidenedMatMulInPanels(KernelContext& context, const MatMulProblem& proble
         if (!problem.bias.empty() && depth == 0) {
           sub.bias.assign(problem.bias.begin() + column, problem.bias.begin() + column + nb);
         }
-        const void* b_data = b_panel.raw_data();
-        ONNX_AMP_RETURN_IF_ERROR(RunRelaidMatMul(context, sub, dt::f32, a_panel.raw_data(),
-                                                 dnn::WeightsSource{[b_data] { return b_data; }}, FusedActivation{},
-                                                 {dt::f32, c}));
+        ONNX_AMP_RETURN_IF_ERROR(RunDnnlMatMul(sub, dt::f32, a_panel.data<float>(), b_panel.data<float>(), c));
       }
       threads.ParallelFor(mb, ItemsPerChunk(nb, kFinishChunk), [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
