@@ -89,11 +89,14 @@ Expected<const void*> CopyADense(KernelContext& context, MatMulProblem& problem,
   return static_cast<const void*>(to);
 }
 
-// B packed into `layout` in `scratch`: by PackWeights where it writes that layout, else
-// by oneDNN's reorder.
+// B packed into `layout` in `scratch` (made, or grown, to the layout's size): by
+// PackWeights where it writes that layout, else by oneDNN's reorder.
 Expected<const void*> PackB(KernelContext& context, const MatMulProblem& problem, const void* b,
                             const dnnl::memory::desc& layout, Tensor& scratch) {
-  ONNX_AMP_ASSIGN_OR_RETURN(scratch, context.ScratchFloat32(static_cast<int64_t>((layout.get_size() + 3) / 4)));
+  const int64_t floats = static_cast<int64_t>((layout.get_size() + 3) / 4);
+  if (scratch.raw_data() == nullptr || scratch.num_elements() < floats) {
+    ONNX_AMP_ASSIGN_OR_RETURN(scratch, context.ScratchFloat32(floats));
+  }
   const size_t rank = problem.b_dims.size();
   const bool transposed = problem.b_strides[rank - 1] != 1;
   if (dnn::PacksWeights(layout)) {
@@ -111,33 +114,6 @@ Expected<const void*> PackB(KernelContext& context, const MatMulProblem& problem
     return InternalError(std::string("oneDNN cannot pack B: ") + e.what());
   }
   return static_cast<const void*>(scratch.raw_data());
-}
-
-// RunDnnlMatMul on float32 or bfloat16 operands. A large product (bfloat16 on the native
-// kernels) first packs a B the node does not keep packed (PacksBEachCall), and in
-// bfloat16 copies a transposed A dense (CopiesADense; in float32 that measured no faster).
-Status RunRelaidMatMul(KernelContext& context, const MatMulProblem& problem, dnnl::memory::data_type operand_type,
-                       const void* a, const dnn::WeightsSource& b, const FusedActivation& post_op,
-                       const MatMulDestination& c) {
-  const double multiply_adds = MultiplyAdds(problem);
-  const bool bf16 = operand_type == dnnl::memory::data_type::bf16;
-  if (multiply_adds < kRelayoutMultiplyAdds || (bf16 && !NativeBf16Pays(multiply_adds, WeightElements(problem)))) {
-    return RunDnnlMatMul(problem, operand_type, a, b, post_op, c);
-  }
-  MatMulProblem relaid = problem;
-  Tensor a_scratch, b_scratch;
-  const void* a_data = a;
-  if (bf16 && CopiesADense(problem)) {
-    ONNX_AMP_ASSIGN_OR_RETURN(a_data, CopyADense(context, relaid, a, a_scratch));
-  }
-  dnn::WeightsSource weights = b;
-  if (PacksBEachCall(problem, b)) {
-    const void* b_data = b.plain();
-    weights.pack_each_call = [&, b_data](const dnnl::memory::desc& layout) {
-      return PackB(context, problem, b_data, layout, b_scratch);
-    };
-  }
-  return RunDnnlMatMul(relaid, operand_type, a_data, weights, post_op, c);
 }
 
 }  // namespace
@@ -192,6 +168,31 @@ Status RunDnnlMatMul(const MatMulProblem& problem, dt operand_type, const void* 
       {DNNL_ARG_SRC, {a_md, a}}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, {c_md, c.data}}};
   if (has_bias) args.emplace(DNNL_ARG_BIAS, std::make_pair(bias_md, problem.bias.data()));
   return dnn::Execute(*primitive, args);
+}
+
+Status RunRelaidMatMul(KernelContext& context, const MatMulProblem& problem, dnnl::memory::data_type operand_type,
+                       const void* a, const dnn::WeightsSource& b, const FusedActivation& post_op,
+                       const MatMulDestination& c, Tensor* pack_buffer) {
+  const double multiply_adds = MultiplyAdds(problem);
+  const bool bf16 = operand_type == dnnl::memory::data_type::bf16;
+  if (multiply_adds < kRelayoutMultiplyAdds || (bf16 && !NativeBf16Pays(multiply_adds, WeightElements(problem)))) {
+    return RunDnnlMatMul(problem, operand_type, a, b, post_op, c);
+  }
+  MatMulProblem relaid = problem;
+  Tensor a_scratch, b_scratch;
+  const void* a_data = a;
+  if (bf16 && CopiesADense(problem)) {
+    ONNX_AMP_ASSIGN_OR_RETURN(a_data, CopyADense(context, relaid, a, a_scratch));
+  }
+  dnn::WeightsSource weights = b;
+  if (PacksBEachCall(problem, b)) {
+    const void* b_data = b.plain();
+    Tensor& buffer = pack_buffer != nullptr ? *pack_buffer : b_scratch;
+    weights.pack_each_call = [&, b_data](const dnnl::memory::desc& layout) {
+      return PackB(context, problem, b_data, layout, buffer);
+    };
+  }
+  return RunDnnlMatMul(relaid, operand_type, a_data, weights, post_op, c);
 }
 
 void ReferenceMatMul(const MatMulProblem& p, const double* a, const double* b, double* c) {

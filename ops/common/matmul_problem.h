@@ -51,6 +51,16 @@ Status RunDnnlMatMul(const MatMulProblem& problem, dnnl::memory::data_type opera
 Status RunDnnlMatMul(const MatMulProblem& problem, dnnl::memory::data_type operand_type, const void* a,
                      const dnn::WeightsSource& b, const FusedActivation& post_op, const MatMulDestination& c);
 
+// RunDnnlMatMul on float32 or bfloat16 operands, a large product (bfloat16 on the native
+// kernels) first relaid: a B the node does not keep packed is packed on this call
+// (ops/common/weight_pack.h), and in bfloat16 a transposed A is copied dense (in
+// float32 that measured no faster). Work memory comes from `context`; B is packed into
+// `pack_buffer` when given (grown as a layout needs), so that a caller running many
+// products in one kernel (widened_panels.h) holds one packed copy at a time.
+Status RunRelaidMatMul(KernelContext& context, const MatMulProblem& problem, dnnl::memory::data_type operand_type,
+                       const void* a, const dnn::WeightsSource& b, const FusedActivation& post_op,
+                       const MatMulDestination& c, Tensor* pack_buffer = nullptr);
+
 // Writes float32 results c[0, count) to out's elements [begin, begin + count), on the
 // calling thread: rounded to out's dtype with the activation applied to the rounded
 // values, or, for a float32 `out` of `dtype` products (a Cast to float32 folded in, no

@@ -200,6 +200,7 @@ Status WidenedMatMulInPanels(KernelContext& context, const MatMulProblem& proble
   if (in_block) {
     ONNX_AMP_ASSIGN_OR_RETURN(block, context.ScratchFloat32(plan.rows * plan.cols));
   }
+  Tensor packed_b;  // each B panel in the layout the product reads (RunRelaidMatMul)
   dnnl::memory::dims a_strides, b_strides;
   if (whole_b) b_strides = WidenBlock(b, problem.b_strides, 0, k, 0, n, b_panel.data<float>(), threads);
   for (int64_t row = 0; row < m; row += plan.rows) {
@@ -230,7 +231,10 @@ Status WidenedMatMulInPanels(KernelContext& context, const MatMulProblem& proble
         if (!problem.bias.empty() && depth == 0) {
           sub.bias.assign(problem.bias.begin() + column, problem.bias.begin() + column + nb);
         }
-        ONNX_AMP_RETURN_IF_ERROR(RunDnnlMatMul(sub, dt::f32, a_panel.data<float>(), b_panel.data<float>(), c));
+        const void* b_data = b_panel.raw_data();
+        ONNX_AMP_RETURN_IF_ERROR(RunRelaidMatMul(context, sub, dt::f32, a_panel.raw_data(),
+                                                 dnn::WeightsSource{[b_data] { return b_data; }}, FusedActivation{},
+                                                 {dt::f32, c}, &packed_b));
       }
       threads.ParallelFor(mb, ItemsPerChunk(nb, kFinishChunk), [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
