@@ -124,9 +124,10 @@ struct WeightsSource {
   PackedWeights* packed = nullptr;     // constant weights: build the primitive with
                                        // format_tag::any weights and reorder them once
   const void* identity = nullptr;      // the constant tensor's data (other data re-packs)
-  // Weights that change from call to call but are worth packing on each (a large
-  // bfloat16 B): the primitive is built with format_tag::any weights, and this returns
-  // them in its layout, kept alive until the call returns. Takes precedence over `packed`.
+  // Weights that change from call to call but are worth packing on each (a large B,
+  // matmul_problem.h's RunRelaidMatMul): the primitive is built with format_tag::any
+  // weights, and this returns them in its layout, kept alive until the call returns.
+  // Takes precedence over `packed`.
   std::function<Expected<const void*>(const dnnl::memory::desc& layout)> pack_each_call = {};
 };
 

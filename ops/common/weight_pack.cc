@@ -65,7 +65,7 @@ __mmask32 FirstOf32(int64_t count) {
 // Block (row_block, column_block) of a plain bfloat16 B (row-major K x N): each pair of
 // rows interleaved value by value.
 ONNX_AMP_PACK_TARGET void PackPlainPairBlock(const uint16_t* b, int64_t k, int64_t n, int64_t row_block,
-                                         int64_t column_block, uint16_t* block) {
+                                             int64_t column_block, uint16_t* block) {
   // permutex2var indices: lane 2i takes the first row's value i, lane 2i + 1 the second's
   // (the second source's lanes are numbered from 32); `high` the same from value 16 on.
   alignas(64) static constexpr uint16_t kLow[32] = {0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
@@ -94,7 +94,7 @@ ONNX_AMP_PACK_TARGET void PackPlainPairBlock(const uint16_t* b, int64_t k, int64
 // column's 32 values of the block are 16 pairs in a row already, so each group of 16
 // columns is a 16 x 16 transpose of 32-bit pairs.
 ONNX_AMP_PACK_TARGET void PackTransposedPairBlock(const uint16_t* b, int64_t k, int64_t n, int64_t row_block,
-                                              int64_t column_block, uint16_t* block) {
+                                                  int64_t column_block, uint16_t* block) {
   const int64_t row = row_block * 2 * kPairs;
   const __mmask32 mask = FirstOf32(k - row);
   for (int64_t group = 0; group < kBlockColumns / 16; ++group) {
