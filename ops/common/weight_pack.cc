@@ -161,33 +161,26 @@ bool PacksWeights(const dnnl::memory::desc& layout) {
 void PackWeights(const void* b, bool transposed, const dnnl::memory::desc& layout, void* out, ThreadPool& threads) {
 #if ONNX_AMP_PACK_X86
   const dnnl_memory_desc_t& d = layout.data;
-  const bool pairs = d.data_type == dnnl_bf16;
   const int64_t k = d.dims[0], n = d.dims[1];
   const int64_t row_blocks = d.padded_dims[0] / BlockRows(d.data_type), column_blocks = d.padded_dims[1] / kBlockColumns;
   const int64_t row_stride = d.format_desc.blocking.strides[0], column_stride = d.format_desc.blocking.strides[1];
-  threads.ParallelFor(row_blocks * column_blocks, kBlocksPerChunk, [&](int64_t begin, int64_t end) {
-    for (int64_t index = begin; index < end; ++index) {
-      const int64_t row_block = index % row_blocks, column_block = index / row_blocks;
-      const int64_t offset = row_block * row_stride + column_block * column_stride;
-      if (pairs) {
-        const auto* from = static_cast<const uint16_t*>(b);
-        uint16_t* block = static_cast<uint16_t*>(out) + offset;
-        if (transposed) {
-          PackTransposedPairBlock(from, k, n, row_block, column_block, block);
-        } else {
-          PackPlainPairBlock(from, k, n, row_block, column_block, block);
-        }
-      } else {
-        const auto* from = static_cast<const float*>(b);
-        float* block = static_cast<float*>(out) + offset;
-        if (transposed) {
-          PackTransposedFloatBlock(from, k, n, row_block, column_block, block);
-        } else {
-          PackPlainFloatBlock(from, k, n, row_block, column_block, block);
-        }
+  // Every block through `pack_block`, one of the four above, on elements of type T.
+  auto pack_blocks = [&](auto pack_block, auto element) {
+    using T = decltype(element);
+    const T* from = static_cast<const T*>(b);
+    T* to = static_cast<T*>(out);
+    threads.ParallelFor(row_blocks * column_blocks, kBlocksPerChunk, [&](int64_t begin, int64_t end) {
+      for (int64_t index = begin; index < end; ++index) {
+        const int64_t row_block = index % row_blocks, column_block = index / row_blocks;
+        pack_block(from, k, n, row_block, column_block, to + row_block * row_stride + column_block * column_stride);
       }
-    }
-  });
+    });
+  };
+  if (d.data_type == dnnl_bf16) {
+    pack_blocks(transposed ? PackTransposedPairBlock : PackPlainPairBlock, uint16_t{});
+  } else {
+    pack_blocks(transposed ? PackTransposedFloatBlock : PackPlainFloatBlock, float{});
+  }
 #else
   (void)b, (void)transposed, (void)layout, (void)out, (void)threads;
 #endif

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <concepts>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ops/common/cpu_clones.h"
@@ -155,7 +156,8 @@ struct GeluTanhLaneSlope {
 };
 
 // dX[i] = dY[i] * slope(V[i]), block by block over the pool's threads (each element is
-// independent, so the split changes no bit).
+// independent, so the split changes no bit). Relu's slope on float16/bfloat16 dY and Y of
+// one dtype runs on their bits (relu_bits.h), the same bits without the conversions.
 template <typename Slope>
 Status PointwiseGradWith(KernelContext& context, const Slope& slope) {
   ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* dy, FloatInput(context, 0));
@@ -166,6 +168,16 @@ Status PointwiseGradWith(KernelContext& context, const Slope& slope) {
   }
   if (context.num_outputs() < 1 || !context.output_used(0)) return Status::Ok();
   ONNX_AMP_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, dy->dtype(), dy->shape()));
+  if constexpr (std::is_same_v<Slope, ReluSlope>) {
+    if (IsLowPrecision(dy->dtype()) && v->dtype() == dy->dtype()) {
+      context.threads().ParallelFor(dy->num_elements(), kChunk, [&](int64_t begin, int64_t end) {
+        ReluGradOnLowPrecisionBits(dy->dtype(), static_cast<const uint16_t*>(dy->raw_data()) + begin,
+                                   static_cast<const uint16_t*>(v->raw_data()) + begin,
+                                   static_cast<uint16_t*>(dx->raw_data()) + begin, end - begin);
+      });
+      return Status::Ok();
+    }
+  }
   context.threads().ParallelFor(dy->num_elements(), kChunk, [&](int64_t begin, int64_t end) {
     float grad[kGradBlock], values[kGradBlock], slopes[kGradBlock];
     for (int64_t block = begin; block < end; block += kGradBlock) {
@@ -194,29 +206,11 @@ Status GeluGrad(KernelContext& context) {
   return PointwiseGradWith(context, GeluLaneSlope{});
 }
 
-// float16/bfloat16 dY and Y on their bits (relu_bits.h), the same bits as the widened
-// product without the conversions; other dtypes as every pointwise gradient.
-Status ReluGrad(KernelContext& context) {
-  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* dy, FloatInput(context, 0));
-  ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* y, FloatInput(context, 1));
-  if (!IsLowPrecision(dy->dtype()) || y->dtype() != dy->dtype() || dy->shape() != y->shape()) {
-    return PointwiseGrad<ReluSlope>(context);
-  }
-  if (context.num_outputs() < 1 || !context.output_used(0)) return Status::Ok();
-  ONNX_AMP_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, dy->dtype(), dy->shape()));
-  context.threads().ParallelFor(dy->num_elements(), kChunk, [&](int64_t begin, int64_t end) {
-    ReluGradOnLowPrecisionBits(dy->dtype(), static_cast<const uint16_t*>(dy->raw_data()) + begin,
-                               static_cast<const uint16_t*>(y->raw_data()) + begin,
-                               static_cast<uint16_t*>(dx->raw_data()) + begin, end - begin);
-  });
-  return Status::Ok();
-}
-
 // Slopes and formulas: ops/common/elementwise_math.h.
 constexpr Activation kActivations[] = {
     // ReluGrad reads Y (Y > 0 exactly where X > 0; Y = max(X, 0) keeps NaN), so X dies at
     // the Relu and a Gemm, MatMul or Conv before it can fold the Relu in.
-    {"Relu", Relu, "ReluGrad", ReluGrad, SlopeOf::kOutput},
+    {"Relu", Relu, "ReluGrad", PointwiseGrad<ReluSlope>, SlopeOf::kOutput},
     {"LeakyRelu", LeakyRelu},
     {"PRelu", PRelu},
     {"Elu", Elu},
