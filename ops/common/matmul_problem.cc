@@ -89,33 +89,6 @@ Expected<const void*> CopyADense(KernelContext& context, MatMulProblem& problem,
   return static_cast<const void*>(to);
 }
 
-// B packed into `layout` in `scratch` (made, or grown, to the layout's size): by
-// PackWeights where it writes that layout, else by oneDNN's reorder.
-Expected<const void*> PackB(KernelContext& context, const MatMulProblem& problem, const void* b,
-                            const dnnl::memory::desc& layout, Tensor& scratch) {
-  const int64_t floats = static_cast<int64_t>((layout.get_size() + 3) / 4);
-  if (scratch.raw_data() == nullptr || scratch.num_elements() < floats) {
-    ONNX_AMP_ASSIGN_OR_RETURN(scratch, context.ScratchFloat32(floats));
-  }
-  const size_t rank = problem.b_dims.size();
-  const bool transposed = problem.b_strides[rank - 1] != 1;
-  if (dnn::PacksWeights(layout)) {
-    dnn::PackWeights(b, transposed, layout, scratch.raw_data(), context.threads());
-    return static_cast<const void*>(scratch.raw_data());
-  }
-  try {
-    const dnnl::engine& engine = dnn::CpuEngine();
-    dnnl::memory plain({problem.b_dims, layout.data_type(), problem.b_strides}, engine, const_cast<void*>(b));
-    dnnl::memory packed(layout, engine, scratch.raw_data());
-    dnnl::stream& stream = dnn::ThreadStream();
-    dnnl::reorder(plain, packed).execute(stream, plain, packed);
-    stream.wait();
-  } catch (const dnnl::error& e) {
-    return InternalError(std::string("oneDNN cannot pack B: ") + e.what());
-  }
-  return static_cast<const void*>(scratch.raw_data());
-}
-
 }  // namespace
 
 dnnl::memory::dims DenseStrides(const dnnl::memory::dims& dims) {
@@ -170,29 +143,56 @@ Status RunDnnlMatMul(const MatMulProblem& problem, dt operand_type, const void* 
   return dnn::Execute(*primitive, args);
 }
 
-Status RunRelaidMatMul(KernelContext& context, const MatMulProblem& problem, dnnl::memory::data_type operand_type,
-                       const void* a, const dnn::WeightsSource& b, const FusedActivation& post_op,
-                       const MatMulDestination& c, Tensor* pack_buffer) {
+bool RelaysOut(const MatMulProblem& problem, dt operand_type) {
   const double multiply_adds = MultiplyAdds(problem);
-  const bool bf16 = operand_type == dnnl::memory::data_type::bf16;
-  if (multiply_adds < kRelayoutMultiplyAdds || (bf16 && !NativeBf16Pays(multiply_adds, WeightElements(problem)))) {
-    return RunDnnlMatMul(problem, operand_type, a, b, post_op, c);
-  }
+  return multiply_adds >= kRelayoutMultiplyAdds &&
+         (operand_type != dt::bf16 || NativeBf16Pays(multiply_adds, WeightElements(problem)));
+}
+
+Status RunRelaidMatMul(KernelContext& context, const MatMulProblem& problem, dt operand_type, const void* a,
+                       const dnn::WeightsSource& b, const FusedActivation& post_op, const MatMulDestination& c) {
+  if (!RelaysOut(problem, operand_type)) return RunDnnlMatMul(problem, operand_type, a, b, post_op, c);
   MatMulProblem relaid = problem;
   Tensor a_scratch, b_scratch;
   const void* a_data = a;
-  if (bf16 && CopiesADense(problem)) {
+  if (operand_type == dt::bf16 && CopiesADense(problem)) {
     ONNX_AMP_ASSIGN_OR_RETURN(a_data, CopyADense(context, relaid, a, a_scratch));
   }
   dnn::WeightsSource weights = b;
   if (PacksBEachCall(problem, b)) {
     const void* b_data = b.plain();
-    Tensor& buffer = pack_buffer != nullptr ? *pack_buffer : b_scratch;
     weights.pack_each_call = [&, b_data](const dnnl::memory::desc& layout) {
-      return PackB(context, problem, b_data, layout, buffer);
+      return PackB(context, problem, b_data, operand_type, layout, b_scratch);
     };
   }
   return RunDnnlMatMul(relaid, operand_type, a_data, weights, post_op, c);
+}
+
+Expected<const void*> PackB(KernelContext& context, const MatMulProblem& problem, const void* b, dt source_type,
+                            const dnnl::memory::desc& layout, Tensor& scratch) {
+  const int64_t floats = static_cast<int64_t>((layout.get_size() + 3) / 4);
+  if (scratch.raw_data() == nullptr || scratch.num_elements() < floats) {
+    ONNX_AMP_ASSIGN_OR_RETURN(scratch, context.ScratchFloat32(floats));
+  }
+  const size_t rank = problem.b_dims.size();
+  const bool transposed = problem.b_strides[rank - 1] != 1;
+  if (dnn::PacksWeights(layout, source_type)) {
+    const int64_t leading = transposed ? problem.b_strides[rank - 1] : problem.b_strides[rank - 2];
+    dnn::PackWeights({b, source_type, transposed, leading}, layout, scratch.raw_data(), context.threads());
+    return static_cast<const void*>(scratch.raw_data());
+  }
+  if (source_type != layout.data_type()) return Unsupported("B's type differs from the layout's");
+  try {
+    const dnnl::engine& engine = dnn::CpuEngine();
+    dnnl::memory plain({problem.b_dims, source_type, problem.b_strides}, engine, const_cast<void*>(b));
+    dnnl::memory packed(layout, engine, scratch.raw_data());
+    dnnl::stream& stream = dnn::ThreadStream();
+    dnnl::reorder(plain, packed).execute(stream, plain, packed);
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    return InternalError(std::string("oneDNN cannot pack B: ") + e.what());
+  }
+  return static_cast<const void*>(scratch.raw_data());
 }
 
 void ReferenceMatMul(const MatMulProblem& p, const double* a, const double* b, double* c) {

@@ -51,15 +51,24 @@ Status RunDnnlMatMul(const MatMulProblem& problem, dnnl::memory::data_type opera
 Status RunDnnlMatMul(const MatMulProblem& problem, dnnl::memory::data_type operand_type, const void* a,
                      const dnn::WeightsSource& b, const FusedActivation& post_op, const MatMulDestination& c);
 
-// RunDnnlMatMul on float32 or bfloat16 operands, a large product (bfloat16 on the native
-// kernels) first relaid: a B the node does not keep packed is packed on this call
-// (ops/common/weight_pack.h), and in bfloat16 a transposed A is copied dense (in
-// float32 that measured no faster). Work memory comes from `context`; B is packed into
-// `pack_buffer` when given (grown as a layout needs), so that a caller running many
-// products in one kernel (widened_panels.h) holds one packed copy at a time.
+// Whether RunRelaidMatMul relays out this product's operands: one of at least 2^26
+// multiply-adds, in float32 or in bfloat16 on native kernels that pay.
+bool RelaysOut(const MatMulProblem& problem, dnnl::memory::data_type operand_type);
+
+// RunDnnlMatMul on float32 or bfloat16 operands, a large product (RelaysOut) first
+// relaid: a B the node does not keep packed is packed on this call (PackB), and in
+// bfloat16 a transposed A is copied dense (in float32 that measured no faster). Work
+// memory comes from `context`.
 Status RunRelaidMatMul(KernelContext& context, const MatMulProblem& problem, dnnl::memory::data_type operand_type,
                        const void* a, const dnn::WeightsSource& b, const FusedActivation& post_op,
-                       const MatMulDestination& c, Tensor* pack_buffer = nullptr);
+                       const MatMulDestination& c);
+
+// B of `problem` (one matrix at `b` of `source_type`, plain or transposed as
+// problem.b_strides say) written in `layout` into `scratch` (made, or grown, to the
+// layout's size): by PackWeights (ops/common/weight_pack.h) where it writes the layout
+// from `source_type`, else, for a B of the layout's type, by oneDNN's reorder.
+Expected<const void*> PackB(KernelContext& context, const MatMulProblem& problem, const void* b,
+                            dnnl::memory::data_type source_type, const dnnl::memory::desc& layout, Tensor& scratch);
 
 // Writes float32 results c[0, count) to out's elements [begin, begin + count), on the
 // calling thread: rounded to out's dtype with the activation applied to the rounded

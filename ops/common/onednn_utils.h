@@ -127,7 +127,7 @@ struct WeightsSource {
   // Weights that change from call to call but are worth packing on each (a large B,
   // matmul_problem.h's RunRelaidMatMul): the primitive is built with format_tag::any
   // weights, and this returns them in its layout, kept alive until the call returns.
-  // Takes precedence over `packed`.
+  // Takes precedence over `packed`; `plain` may then be empty.
   std::function<Expected<const void*>(const dnnl::memory::desc& layout)> pack_each_call = {};
 };
 

@@ -1,8 +1,11 @@
 #include "ops/common/widened_panels.h"
 
 #include <algorithm>
+#include <optional>
 
+#include "ops/common/converting_relayout.h"
 #include "ops/common/onednn_utils.h"
+#include "ops/common/weight_pack.h"
 #include "runtime/core/convert.h"
 #include "runtime/exec/thread_pool.h"
 
@@ -143,19 +146,66 @@ void Widen(const uint16_t* low, float* wide, size_t count, DType dtype) {
   }
 }
 
+// How a block of an operand with element strides `strides` is widened into its float32
+// panel:
+// - kRows: a row at a time (the panel row-major), its elements gathered first when they
+//   are strided;
+// - kColumns: a column at a time (the panel column-major), for a transposed operand
+//   (columns contiguous, rows not);
+// - kTransposedRows: a transposed A into a row-major panel, 16 rows at a time through a
+//   16-bit transpose (AVX-512). oneDNN's float32 kernels transpose a column-major A
+//   themselves, inside each product, so once per column panel of B: the MLP's weight
+//   gradient at batch 8192 (4096 x 8192 x 4096, float16) ran its 1024 x 8192 x 256
+//   panels in 1422 ms on column-major A panels.
+enum class PanelOrder { kRows, kColumns, kTransposedRows };
+
+PanelOrder OrderOf(const dnnl::memory::dims& strides, bool is_a) {
+  if (strides[0] != 1 || strides[1] == 1) return PanelOrder::kRows;
+  return is_a && dnn::TransposesSupported() ? PanelOrder::kTransposedRows : PanelOrder::kColumns;
+}
+
+// The element strides of a rows x columns panel in `order`.
+dnnl::memory::dims PanelStrides(PanelOrder order, int64_t rows, int64_t columns) {
+  if (order == PanelOrder::kColumns) return {1, rows};
+  return {columns, 1};
+}
+
+// Widens the rows [first_row, first_row + rows) of a block starting at `first` of a
+// transposed operand (element (i, j) at first[i + j * leading]) into the row-major
+// `panel` of `columns` columns, 16 rows at a time through `strip` (16 x columns values).
+void WidenTransposedRows(const uint16_t* first, int64_t leading, int64_t first_row, int64_t rows, int64_t columns,
+                         DType dtype, uint16_t* strip, float* panel) {
+  for (int64_t row = first_row; row < first_row + rows; row += 16) {
+    const int64_t count = std::min<int64_t>(16, first_row + rows - row);
+    if (count == 16) {
+      dnn::PixelsToRows16Bits(first + row, leading, columns, strip, columns);
+    } else {
+      for (int64_t i = 0; i < count; ++i) {
+        for (int64_t j = 0; j < columns; ++j) strip[i * columns + j] = first[row + i + j * leading];
+      }
+    }
+    Widen(strip, panel + row * columns, static_cast<size_t>(count * columns), dtype);
+  }
+}
+
 // Widens the block [row, row + rows) x [column, column + columns) of a 2-D low-precision
-// operand with element strides `strides` into `panel`, a line at a time, and returns the
-// panel's strides. A line is one of the block's columns (the panel column-major) when
-// the operand's columns are contiguous and its rows are not (a transposed operand), else
-// one of its rows (the panel row-major), gathered first when its elements are strided.
-dnnl::memory::dims WidenBlock(const Tensor& low, const dnnl::memory::dims& strides, int64_t row, int64_t rows,
-                              int64_t column, int64_t columns, float* panel, ThreadPool& threads) {
-  const bool column_lines = strides[0] == 1 && strides[1] != 1;
+// operand with element strides `strides` into `panel`, in `order`.
+void WidenBlock(const Tensor& low, const dnnl::memory::dims& strides, PanelOrder order, int64_t row, int64_t rows,
+                int64_t column, int64_t columns, float* panel, ThreadPool& threads) {
+  const uint16_t* first = static_cast<const uint16_t*>(low.raw_data()) + row * strides[0] + column * strides[1];
+  const DType dtype = low.dtype();
+  if (order == PanelOrder::kTransposedRows) {
+    threads.ParallelFor(CeilDiv(rows, 16), ItemsPerChunk(16 * columns, int64_t{1} << 14), [&](int64_t begin, int64_t end) {
+      std::vector<uint16_t> strip(static_cast<size_t>(16 * columns));
+      const int64_t first_row = 16 * begin, last_row = std::min(rows, 16 * end);
+      WidenTransposedRows(first, strides[1], first_row, last_row - first_row, columns, dtype, strip.data(), panel);
+    });
+    return;
+  }
+  const bool column_lines = order == PanelOrder::kColumns;
   const int64_t lines = column_lines ? columns : rows, length = column_lines ? rows : columns;
   const int64_t line_stride = column_lines ? strides[1] : strides[0];
   const int64_t element_stride = column_lines ? 1 : strides[1];
-  const uint16_t* first = static_cast<const uint16_t*>(low.raw_data()) + row * strides[0] + column * strides[1];
-  const DType dtype = low.dtype();
   threads.ParallelFor(lines, ItemsPerChunk(length, int64_t{1} << 14), [&](int64_t begin, int64_t end) {
     std::vector<uint16_t> gathered(element_stride == 1 ? 0 : static_cast<size_t>(length));
     for (int64_t l = begin; l < end; ++l) {
@@ -169,9 +219,70 @@ dnnl::memory::dims WidenBlock(const Tensor& low, const dnnl::memory::dims& strid
       Widen(gathered.data(), to, gathered.size(), dtype);
     }
   });
-  if (column_lines) return {1, rows};
-  return {columns, 1};
 }
+
+// One block of B at a time, widened to float32 as its products ask: into a plain panel
+// for a product oneDNN reads plain, or into the layout a large product packs B in
+// (RelaysOut). Where PackWeights writes that layout, it widens the float16/bfloat16
+// operand as it packs: no plain panel is written and read again (the MLP's mixed_float16
+// step at batch 8192 packs about 270 million elements of B). Each form is kept while the
+// block stays the same, so B whole is widened and packed once for all row panels.
+class WidenedB {
+ public:
+  WidenedB(KernelContext& context, const Tensor& b, const dnnl::memory::dims& strides)
+      : context_(context), b_(b), strides_(strides), order_(OrderOf(strides, false)) {}
+
+  // Makes [row, row + rows) x [column, column + columns) the block.
+  void Select(int64_t row, int64_t rows, int64_t column, int64_t columns) {
+    if (row == row_ && rows == rows_ && column == column_ && columns == columns_) return;
+    row_ = row, rows_ = rows, column_ = column, columns_ = columns;
+    plain_ready_ = false;
+    packed_layout_.reset();
+  }
+
+  // The plain panel's element strides.
+  dnnl::memory::dims PlainStrides() const { return PanelStrides(order_, rows_, columns_); }
+
+  Expected<const void*> Plain() {
+    if (!plain_ready_) {
+      if (plain_.num_elements() < rows_ * columns_) {
+        ONNX_AMP_ASSIGN_OR_RETURN(plain_, context_.ScratchFloat32(rows_ * columns_));
+      }
+      WidenBlock(b_, strides_, order_, row_, rows_, column_, columns_, plain_.data<float>(), context_.threads());
+      plain_ready_ = true;
+    }
+    return static_cast<const void*>(plain_.raw_data());
+  }
+
+  // The block in `layout`, for `product` (whose B it is, with PlainStrides).
+  Expected<const void*> Packed(const MatMulProblem& product, const dnnl::memory::desc& layout) {
+    if (packed_layout_ && *packed_layout_ == layout) return static_cast<const void*>(packed_.raw_data());
+    const dt low_type = b_.dtype() == DType::kFloat16 ? dt::f16 : dt::bf16;
+    const bool one_unit_stride = strides_[0] == 1 || strides_[1] == 1;
+    Expected<const void*> packed = Unsupported("not packed");
+    if (one_unit_stride && dnn::PacksWeights(layout, low_type)) {
+      MatMulProblem low = product;
+      low.b_strides = strides_;
+      const auto* block = static_cast<const uint16_t*>(b_.raw_data()) + row_ * strides_[0] + column_ * strides_[1];
+      packed = PackB(context_, low, block, low_type, layout, packed_);
+    } else {
+      ONNX_AMP_ASSIGN_OR_RETURN(const void* plain, Plain());
+      packed = PackB(context_, product, plain, dt::f32, layout, packed_);
+    }
+    if (packed.ok()) packed_layout_ = layout;
+    return packed;
+  }
+
+ private:
+  KernelContext& context_;
+  const Tensor& b_;
+  const dnnl::memory::dims strides_;
+  const PanelOrder order_;
+  int64_t row_ = -1, rows_ = 0, column_ = -1, columns_ = 0;
+  Tensor plain_, packed_;
+  bool plain_ready_ = false;
+  std::optional<dnnl::memory::desc> packed_layout_;
+};
 
 }  // namespace
 
@@ -190,22 +301,23 @@ Status WidenedMatMulInPanels(KernelContext& context, const MatMulProblem& proble
   const bool low_output = out.dtype() == dtype;
   const PanelPlan plan = PlanPanels(m, k, n, low_output);
   const bool sliced = plan.depth < k;
-  const bool whole_b = plan.cols == n && !sliced;
   ThreadPool& threads = context.threads();
   ONNX_AMP_ASSIGN_OR_RETURN(Tensor a_panel, context.ScratchFloat32(plan.rows * plan.depth));
-  ONNX_AMP_ASSIGN_OR_RETURN(Tensor b_panel, context.ScratchFloat32(plan.depth * plan.cols));
   // The result's rows x cols block, unless it is written into the output in place.
   const bool in_block = low_output || plan.cols != n;
   Tensor block;
   if (in_block) {
     ONNX_AMP_ASSIGN_OR_RETURN(block, context.ScratchFloat32(plan.rows * plan.cols));
   }
-  Tensor packed_b;  // each B panel in the layout the product reads (RunRelaidMatMul)
-  dnnl::memory::dims a_strides, b_strides;
-  if (whole_b) b_strides = WidenBlock(b, problem.b_strides, 0, k, 0, n, b_panel.data<float>(), threads);
+  WidenedB widened_b(context, b, problem.b_strides);
+  const PanelOrder a_order = OrderOf(problem.a_strides, true);
+  dnnl::memory::dims a_strides;
   for (int64_t row = 0; row < m; row += plan.rows) {
     const int64_t mb = std::min(plan.rows, m - row);
-    if (!sliced) a_strides = WidenBlock(a, problem.a_strides, row, mb, 0, k, a_panel.data<float>(), threads);
+    if (!sliced) {
+      WidenBlock(a, problem.a_strides, a_order, row, mb, 0, k, a_panel.data<float>(), threads);
+      a_strides = PanelStrides(a_order, mb, k);
+    }
     for (int64_t column = 0; column < n; column += plan.cols) {
       const int64_t nb = std::min(plan.cols, n - column);
       float* c = in_block ? block.data<float>() : out.data<float>() + row * n;
@@ -218,23 +330,30 @@ Status WidenedMatMulInPanels(KernelContext& context, const MatMulProblem& proble
       // Slices after the first add their product to the block (with alpha, no bias again).
       for (int64_t depth = 0; depth < k; depth += plan.depth) {
         const int64_t kb = std::min(plan.depth, k - depth);
-        if (sliced) a_strides = WidenBlock(a, problem.a_strides, row, mb, depth, kb, a_panel.data<float>(), threads);
-        if (!whole_b) b_strides = WidenBlock(b, problem.b_strides, depth, kb, column, nb, b_panel.data<float>(), threads);
+        if (sliced) {
+          WidenBlock(a, problem.a_strides, a_order, row, mb, depth, kb, a_panel.data<float>(), threads);
+          a_strides = PanelStrides(a_order, mb, kb);
+        }
+        widened_b.Select(depth, kb, column, nb);
         MatMulProblem sub = problem;
         sub.a_dims = {mb, kb};
         sub.a_strides = a_strides;
         sub.b_dims = {kb, nb};
-        sub.b_strides = b_strides;
+        sub.b_strides = widened_b.PlainStrides();
         sub.c_dims = {mb, nb};
         sub.accumulate = problem.accumulate || depth > 0;
         sub.bias.clear();
         if (!problem.bias.empty() && depth == 0) {
           sub.bias.assign(problem.bias.begin() + column, problem.bias.begin() + column + nb);
         }
-        const void* b_data = b_panel.raw_data();
-        ONNX_AMP_RETURN_IF_ERROR(RunRelaidMatMul(context, sub, dt::f32, a_panel.raw_data(),
-                                                 dnn::WeightsSource{[b_data] { return b_data; }}, FusedActivation{},
-                                                 {dt::f32, c}, &packed_b));
+        dnn::WeightsSource b_source;
+        if (RelaysOut(sub, dt::f32)) {
+          b_source.pack_each_call = [&](const dnnl::memory::desc& layout) { return widened_b.Packed(sub, layout); };
+        } else {
+          ONNX_AMP_ASSIGN_OR_RETURN(const void* plain, widened_b.Plain());
+          b_source.plain = [plain] { return plain; };
+        }
+        ONNX_AMP_RETURN_IF_ERROR(RunDnnlMatMul(sub, dt::f32, a_panel.raw_data(), b_source, FusedActivation{}, {dt::f32, c}));
       }
       threads.ParallelFor(mb, ItemsPerChunk(nb, kFinishChunk), [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) {
