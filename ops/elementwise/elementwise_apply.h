@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "ops/common/block_io.h"
 #include "ops/common/cpu_clones.h"
@@ -75,33 +76,103 @@ ONNX_AMP_CPU_CLONES void BinaryRun(const C* a, int64_t stride_a, const C* b, int
   }
 }
 
+// The elements operand k of `plan` holds: the product of the dims it is not broadcast
+// along. As many as the output's means it is laid out as the output is.
+inline int64_t OperandElements(const BroadcastPlan& plan, int k) {
+  int64_t count = 1;
+  for (size_t d = 0; d < plan.dims.size(); ++d) {
+    if (plan.strides[d][k] != 0) count *= plan.dims[d];
+  }
+  return count;
+}
+
+// A broadcast operand of at most this many elements is converted whole, once, before a
+// converting loop, instead of run by run.
+inline constexpr int64_t kConvertWholeElements = int64_t{1} << 16;
+
+// Operand k of a converting loop: `data` of storage type S, or `whole` (its every
+// element converted to C) where that was made.
+template <typename C, typename S>
+struct ConvertingOperand {
+  const S* data = nullptr;
+  int k = 0;
+  int64_t elements = 0;
+  bool full = false;  // laid out as the output
+  std::vector<C> whole;
+
+  ConvertingOperand(const BroadcastPlan& plan, const S* operand, int index)
+      : data(operand), k(index), elements(OperandElements(plan, index)), full(elements == plan.total) {
+    if (!full && elements <= kConvertWholeElements) {
+      whole.resize(static_cast<size_t>(elements));
+      LoadAs(data, whole.data(), elements);
+    }
+  }
+
+  // block[0, count) = the operand's values at output positions [pos, pos + count): one
+  // conversion where it is full, else copied run by run from `whole` (or converted run by
+  // run). A one-element operand fills block[0] alone (BinaryRun reads it with stride 0).
+  void Fill(const BroadcastPlan& plan, int64_t pos, int64_t count, C* block) const {
+    if (full) return LoadAs(data + pos, block, count);
+    if (elements == 1) {
+      block[0] = whole[0];
+      return;
+    }
+    const int64_t stride = plan.inner_strides[k];
+    ForEachRun(plan, pos, pos + count, [&](const OperandOffsets& offsets, int64_t at, int64_t length) {
+      C* to = block + (at - pos);
+      if (!whole.empty()) {
+        const C* from = whole.data() + offsets[k];
+        if (stride == 1) {
+          std::copy(from, from + length, to);
+        } else {
+          std::fill(to, to + length, from[0]);
+        }
+      } else if (stride == 1) {
+        LoadAs(data + offsets[k], to, length);
+      } else {
+        LoadAs(data + offsets[k], to, 1);
+        std::fill(to + 1, to + length, to[0]);
+      }
+    });
+  }
+};
+
 // out = fn(a, b) with broadcasting per `plan` (operands 0 and 1); A, B and O are
-// storage types, both operands are converted to C.
+// storage types, both operands are converted to C. Converting, each block of kBlockSize
+// outputs is gathered into float32 blocks first, so that a short innermost run (a bias
+// row of 64 added to every token) costs no conversion calls of its own: a bfloat16 bias
+// Add ran at 2.4x the float32 one's time run by run.
 template <typename C, typename A, typename B, typename O, typename Fn>
 void BinaryBroadcast(ThreadPool& threads, const BroadcastPlan& plan, const A* a, const B* b, O* out,
                      const Fn& fn) {
   using R = decltype(fn(C{}, C{}));
   constexpr bool kDirect = std::is_same_v<A, C> && std::is_same_v<B, C> && std::is_same_v<O, R>;
-  const int64_t stride_a = plan.inner_strides[0];
-  const int64_t stride_b = plan.inner_strides[1];
-  threads.ParallelFor(plan.total, kParallelGrain, [&](int64_t begin, int64_t end) {
-    ForEachRun(plan, begin, end, [&](const OperandOffsets& offsets, int64_t pos, int64_t length) {
-      if constexpr (kDirect) {
+  if constexpr (kDirect) {
+    const int64_t stride_a = plan.inner_strides[0];
+    const int64_t stride_b = plan.inner_strides[1];
+    threads.ParallelFor(plan.total, kParallelGrain, [&](int64_t begin, int64_t end) {
+      ForEachRun(plan, begin, end, [&](const OperandOffsets& offsets, int64_t pos, int64_t length) {
         BinaryRun(a + offsets[0], stride_a, b + offsets[1], stride_b, out + pos, length, fn);
-      } else {
-        C a_block[kBlockSize];
-        C b_block[kBlockSize];
-        R out_block[kBlockSize];
-        for (int64_t i = 0; i < length; i += kBlockSize) {
-          const int64_t count = std::min(kBlockSize, length - i);
-          LoadAs(a + offsets[0] + i * stride_a, a_block, stride_a ? count : 1);
-          LoadAs(b + offsets[1] + i * stride_b, b_block, stride_b ? count : 1);
-          BinaryRun(a_block, stride_a, b_block, stride_b, out_block, count, fn);
-          StoreAs(out_block, out + pos + i, count);
-        }
+      });
+    });
+  } else {
+    if (plan.total == 0) return;
+    const ConvertingOperand<C, A> first(plan, a, 0);
+    const ConvertingOperand<C, B> second(plan, b, 1);
+    const int64_t stride_a = first.elements == 1 ? 0 : 1, stride_b = second.elements == 1 ? 0 : 1;
+    threads.ParallelFor(plan.total, kParallelGrain, [&](int64_t begin, int64_t end) {
+      C a_block[kBlockSize];
+      C b_block[kBlockSize];
+      R out_block[kBlockSize];
+      for (int64_t pos = begin; pos < end; pos += kBlockSize) {
+        const int64_t count = std::min(kBlockSize, end - pos);
+        first.Fill(plan, pos, count, a_block);
+        second.Fill(plan, pos, count, b_block);
+        BinaryRun(a_block, stride_a, b_block, stride_b, out_block, count, fn);
+        StoreAs(out_block, out + pos, count);
       }
     });
-  });
+  }
 }
 
 }  // namespace onnx_amp

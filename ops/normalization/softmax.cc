@@ -55,20 +55,29 @@ ONNX_AMP_CPU_CLONES void LaneSoftmaxRow(SoftmaxKind kind, const float* x, float*
   std::copy(tail, tail + (count - body), y + body);
 }
 
+// Rows of a float16/bfloat16 softmax widened together, up to this many elements: rows of
+// 32 (attention over 32 keys) otherwise paid two conversion calls each, and the
+// transformer block's bfloat16 attention softmax ran at 1.4x the float32 one's time.
+constexpr int64_t kWidenedRowsElements = 4096;
+
 // Softmax or LogSoftmax along the last axis of a float32, float16 or bfloat16 tensor:
-// float32 rows in place, float16 and bfloat16 ones widened into a row buffer.
+// float32 rows in place, float16 and bfloat16 ones widened into a buffer of whole rows.
 void RunLaneSoftmax(KernelContext& context, const Tensor& x, const AxisView& v, SoftmaxKind kind, Tensor& y) {
   const bool widened = x.dtype() != DType::kFloat32;
+  const int64_t rows_per_group = std::max<int64_t>(1, kWidenedRowsElements / v.count);
   context.threads().ParallelFor(v.outer, ItemsPerChunk(v.count, 4096), [&](int64_t begin, int64_t end) {
-    std::vector<float> row(widened ? static_cast<size_t>(v.count) : 0);
-    for (int64_t line = begin; line < end; ++line) {
-      if (!widened) {
+    if (!widened) {
+      for (int64_t line = begin; line < end; ++line) {
         LaneSoftmaxRow(kind, x.data<float>() + line * v.count, y.data<float>() + line * v.count, v.count);
-        continue;
       }
-      LoadFloat32Block(x, line * v.count, v.count, row.data());
-      LaneSoftmaxRow(kind, row.data(), row.data(), v.count);
-      StoreFloat32Block(row.data(), line * v.count, v.count, y);
+      return;
+    }
+    std::vector<float> rows(static_cast<size_t>(std::min(rows_per_group, end - begin) * v.count));
+    for (int64_t first = begin; first < end; first += rows_per_group) {
+      const int64_t count = std::min(rows_per_group, end - first);
+      LoadFloat32Block(x, first * v.count, count * v.count, rows.data());
+      for (int64_t r = 0; r < count; ++r) LaneSoftmaxRow(kind, rows.data() + r * v.count, rows.data() + r * v.count, v.count);
+      StoreFloat32Block(rows.data(), first * v.count, count * v.count, y);
     }
   });
 }

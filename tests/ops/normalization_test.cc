@@ -119,6 +119,28 @@ TEST(SoftmaxTest, LongMaskedRows) {
   }
 }
 
+// float16/bfloat16 rows are widened several at a time (up to 4096 values) and run
+// through the float32 row kernel: the float32 kernel's result on the same rounded inputs,
+// rounded once, bit for bit. 600 rows of 32 (groups of 128 rows, the last one short, on
+// both threads) and 3 rows of 5000 (one row a group).
+TEST(SoftmaxTest, LowPrecisionRowsMatchTheFloat32KernelRoundedOnce) {
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {
+    for (const Shape& shape : {Shape{600, 32}, Shape{3, 5000}}) {
+      const RoundedTensor x = Rounded(dtype, shape, RandomValues(static_cast<size_t>(NumElements(shape)), 91, -6.0, 6.0));
+      for (bool log : {false, true}) {
+        auto low = SingleNode(log ? "LogSoftmax" : "Softmax", 13).Input(x.tensor).Run();
+        auto f32 = SingleNode(log ? "LogSoftmax" : "Softmax", 13).Input(MakeFloatTensor(DType::kFloat32, shape, x.values)).Run();
+        ASSERT_TRUE(low.ok() && f32.ok());
+        const std::vector<double> got = ToDoubles((*low)[0]);
+        const std::vector<double> want = Rounded(dtype, shape, ToDoubles((*f32)[0])).values;
+        for (size_t i = 0; i < got.size(); ++i) {
+          ASSERT_EQ(got[i], want[i]) << DTypeName(dtype) << (log ? " LogSoftmax" : " Softmax") << " element " << i;
+        }
+      }
+    }
+  }
+}
+
 // Softmax and LogSoftmax along axis 1 of [2, 7, 4, 5]: 20 columns per image, one whole
 // block of 16 and a padded block of 4, each column with its own max and sum. A NaN makes
 // its column NaN and leaves the others; a -inf gives 0 (Softmax).
