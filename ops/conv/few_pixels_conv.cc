@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <functional>
 
+#include "ops/common/bf16_kernel_choice.h"
 #include "ops/common/few_rows_matmul.h"
 #include "ops/common/float32_buffers.h"
 #include "ops/common/fused_activation.h"
@@ -20,7 +22,6 @@ namespace onnx_amp {
 namespace {
 
 constexpr int64_t kBlock = 16;  // output channels per packed block (one AVX-512 vector)
-constexpr char kPackedKey[] = "few_pixels";
 
 std::atomic<bool>& EnabledSetting() {
   static std::atomic<bool> enabled(true);
@@ -41,74 +42,96 @@ Extents ExtentsOf(const FewPixelsConv& conv) {
                  g.out[0],       g.out[1],       g.kernel[0],    g.kernel[1]};
 }
 
-// W [out][in][kh][kw] as [out / 16][(ky, kx, in)][16], in its own dtype (the 16-bit
-// types are moved as bits).
-template <typename Bits>
-void PackWeights(const Bits* w, const Extents& e, Bits* packed) {
-  const int64_t depth = e.depth();
+// Calls place(oc, kk, w[oc][in][ky][kx]) for every weight, kk = (ky, kx, in): the order
+// the kernels sum in.
+template <typename Bits, typename Place>
+void ForEachWeight(const Bits* w, const Extents& e, Place place) {
   for (int64_t oc = 0; oc < e.out_channels; ++oc) {
-    Bits* block = packed + (oc / kBlock) * depth * kBlock + oc % kBlock;
     for (int64_t ic = 0; ic < e.in_channels; ++ic) {
       for (int64_t ky = 0; ky < e.kernel_h; ++ky) {
         for (int64_t kx = 0; kx < e.kernel_w; ++kx) {
-          const int64_t kk = (ky * e.kernel_w + kx) * e.in_channels + ic;
-          block[kk * kBlock] = w[((oc * e.in_channels + ic) * e.kernel_h + ky) * e.kernel_w + kx];
+          place(oc, (ky * e.kernel_w + kx) * e.in_channels + ic,
+                w[((oc * e.in_channels + ic) * e.kernel_h + ky) * e.kernel_w + kx]);
         }
       }
     }
   }
 }
 
+// k rounded up to even for the VDPBF16PS kernel; the extra term is a zero.
+int64_t PairDepth(const Extents& e) { return (e.depth() + 1) / 2 * 2; }
+
+// How one node's weights are packed for the kernel that runs them.
+enum class Packing {
+  kBlocks,  // [out / 16][k][16], in W's own dtype (the 16-bit types moved as bits)
+  kPairs,   // bfloat16 [out / 16][k / 2][16][2], k padded to even with zeros
+};
+
 // The node's packed weights, packed on first use (and again when W's data changes).
-Expected<const void*> PackedWeightsFor(KernelContext& context, const FewPixelsConv& conv, const Extents& e) {
+Expected<const void*> PackedWeightsFor(KernelContext& context, const FewPixelsConv& conv, const Extents& e,
+                                       Packing packing) {
   dnn::PackedWeights* cache = dnn::PackedWeightsOf(context, 1);
   if (cache == nullptr) return InternalError("the few-pixels convolution needs constant weights");
   const Tensor& w = *conv.w;
-  dnnl::memory packed = cache->Find(kPackedKey, w.raw_data());
-  if (!packed) {
-    std::shared_ptr<Buffer> storage;
-    try {
-      // float16 weights are kept as 16-bit words too: oneDNN's memory only holds them.
-      const auto type = w.dtype() == DType::kFloat32 ? dnnl::memory::data_type::f32 : dnnl::memory::data_type::bf16;
-      const dnnl::memory::desc desc({w.num_elements()}, type, dnnl::memory::format_tag::a);
-      storage = Buffer::AllocateCpu(desc.get_size());
-      packed = dnnl::memory(desc, dnn::CpuEngine(), storage->data());
-    } catch (const dnnl::error& e) {
-      return InternalError(std::string("cannot allocate the packed weights: ") + e.what());
-    }
-    if (w.dtype() == DType::kFloat32) {
-      PackWeights(w.data<float>(), e, static_cast<float*>(packed.get_data_handle()));
-    } else {
-      PackWeights(static_cast<const uint16_t*>(w.raw_data()), e, static_cast<uint16_t*>(packed.get_data_handle()));
-    }
-    cache->Store(kPackedKey, w.raw_data(), packed, std::move(storage));
+  const char* key = packing == Packing::kPairs ? "few_pixels_bf16_pairs" : "few_pixels";
+  dnnl::memory packed = cache->Find(key, w.raw_data());
+  if (packed) return static_cast<const void*>(packed.get_data_handle());
+  const int64_t depth = packing == Packing::kPairs ? PairDepth(e) : e.depth();
+  std::shared_ptr<Buffer> storage;
+  try {
+    // float16 weights are kept as 16-bit words too: oneDNN's memory only holds them.
+    const auto type = w.dtype() == DType::kFloat32 ? dnnl::memory::data_type::f32 : dnnl::memory::data_type::bf16;
+    const dnnl::memory::desc desc({e.out_channels * depth}, type, dnnl::memory::format_tag::a);
+    storage = Buffer::AllocateCpu(desc.get_size());
+    packed = dnnl::memory(desc, dnn::CpuEngine(), storage->data());
+  } catch (const dnnl::error& error) {
+    return InternalError(std::string("cannot allocate the packed weights: ") + error.what());
   }
+  if (w.dtype() == DType::kFloat32) {
+    float* blocks = static_cast<float*>(packed.get_data_handle());
+    ForEachWeight(w.data<float>(), e, [&](int64_t oc, int64_t kk, float value) {
+      blocks[((oc / kBlock) * depth + kk) * kBlock + oc % kBlock] = value;
+    });
+  } else if (packing == Packing::kBlocks) {
+    uint16_t* blocks = static_cast<uint16_t*>(packed.get_data_handle());
+    ForEachWeight(static_cast<const uint16_t*>(w.raw_data()), e, [&](int64_t oc, int64_t kk, uint16_t bits) {
+      blocks[((oc / kBlock) * depth + kk) * kBlock + oc % kBlock] = bits;
+    });
+  } else {
+    uint16_t* pairs = static_cast<uint16_t*>(packed.get_data_handle());
+    std::memset(pairs, 0, static_cast<size_t>(e.out_channels * depth) * sizeof(uint16_t));
+    ForEachWeight(static_cast<const uint16_t*>(w.raw_data()), e, [&](int64_t oc, int64_t kk, uint16_t bits) {
+      pairs[((oc / kBlock) * depth + kk / 2 * 2) * kBlock + oc % kBlock * 2 + kk % 2] = bits;
+    });
+  }
+  cache->Store(key, w.raw_data(), packed, std::move(storage));
   return static_cast<const void*>(packed.get_data_handle());
 }
 
-// The im2col rows: rows[pixel][(ky, kx, in)], zeros where the window leaves the input.
-std::vector<float> GatherRows(const FewPixelsConv& conv, const Extents& e) {
+// The im2col rows of X (`x`: its values as float32, or its bfloat16 bits, in X's
+// layout): rows[pixel][(ky, kx, in)], `row_length` >= k values a row, zeros where the
+// window leaves the input and past k.
+template <typename Value>
+std::vector<Value> GatherRows(const FewPixelsConv& conv, const Extents& e, const Value* x, int64_t row_length) {
   const WindowGeometry& g = *conv.window;
-  const std::vector<float> wide = conv.x->dtype() == DType::kFloat32 ? std::vector<float>() : ToFloat32(*conv.x);
-  const float* x = wide.empty() ? conv.x->data<float>() : wide.data();
-  const int64_t depth = e.depth(), plane = e.height * e.width;
-  std::vector<float> rows(static_cast<size_t>(e.pixels() * depth), 0.0f);
+  const int64_t plane = e.height * e.width;
+  std::vector<Value> rows(static_cast<size_t>(e.pixels() * row_length), Value{0});
   for (int64_t n = 0; n < e.batch; ++n) {
     for (int64_t oy = 0; oy < e.out_height; ++oy) {
       for (int64_t ox = 0; ox < e.out_width; ++ox) {
-        float* row = rows.data() + ((n * e.out_height + oy) * e.out_width + ox) * depth;
+        Value* row = rows.data() + ((n * e.out_height + oy) * e.out_width + ox) * row_length;
         for (int64_t ky = 0; ky < e.kernel_h; ++ky) {
           const int64_t iy = oy * g.strides[0] - g.pads_begin[0] + ky * g.dilations[0];
           if (iy < 0 || iy >= e.height) continue;
           for (int64_t kx = 0; kx < e.kernel_w; ++kx) {
             const int64_t ix = ox * g.strides[1] - g.pads_begin[1] + kx * g.dilations[1];
             if (ix < 0 || ix >= e.width) continue;
-            float* taps = row + (ky * e.kernel_w + kx) * e.in_channels;
+            Value* taps = row + (ky * e.kernel_w + kx) * e.in_channels;
             const int64_t pixel = (n * e.height + iy) * e.width + ix;
             if (conv.x_channels_last) {
-              std::memcpy(taps, x + pixel * e.in_channels, static_cast<size_t>(e.in_channels) * sizeof(float));
+              std::memcpy(taps, x + pixel * e.in_channels, static_cast<size_t>(e.in_channels) * sizeof(Value));
             } else {
-              const float* at = x + n * e.in_channels * plane + iy * e.width + ix;
+              const Value* at = x + n * e.in_channels * plane + iy * e.width + ix;
               for (int64_t ic = 0; ic < e.in_channels; ++ic) taps[ic] = at[ic * plane];
             }
           }
@@ -148,33 +171,54 @@ bool TakesFewPixels(KernelContext& context, const FewPixelsConv& conv) {
   return e.pixels() >= 1 && e.pixels() <= kFewPixelsMax && e.out_channels % kBlock == 0 && e.depth() > 0;
 }
 
+bool FewPixelsSumsBf16Pairs(int64_t pixels, int64_t weights) {
+  // The speedup is 0 where the CPU (or ONNX_AMP_MAX_CPU_ISA) has no AVX512_BF16; the
+  // native setting alone would say yes there, for oneDNN, which emulates the products.
+  return Bf16DotSpeedup() > 0.0 &&
+         NativeBf16Pays(static_cast<double>(pixels) * static_cast<double>(weights), static_cast<double>(weights));
+}
+
 Status RunFewPixelsConv(KernelContext& context, const FewPixelsConv& conv, const FusedActivation& activation) {
 #if ONNX_AMP_FEW_PIXELS_X86
   const Extents e = ExtentsOf(conv);
-  ONNX_AMP_ASSIGN_OR_RETURN(const void* packed, PackedWeightsFor(context, conv, e));
-  const std::vector<float> rows = GatherRows(conv, e);
   const int64_t pixels = e.pixels();
+  const bool pairs = conv.x->dtype() == DType::kBFloat16 && conv.w->dtype() == DType::kBFloat16 &&
+                     FewPixelsSumsBf16Pairs(pixels, conv.w->num_elements());
+  ONNX_AMP_ASSIGN_OR_RETURN(const void* packed,
+                            PackedWeightsFor(context, conv, e, pairs ? Packing::kPairs : Packing::kBlocks));
   std::vector<float> sums(static_cast<size_t>(pixels * e.out_channels));
-  FewPixelsArgs args;
-  args.rows = rows.data();
-  args.pixels = static_cast<int>(pixels);
-  args.k = e.depth();
-  args.packed = packed;
-  args.w_dtype = conv.w->dtype();
-  args.sums = sums.data();
-  args.sums_stride = e.out_channels;
+  std::vector<float> rows;
+  std::vector<uint16_t> pair_rows;
+  std::function<void(int64_t, int64_t)> run_blocks;
+  if (pairs) {
+    pair_rows = GatherRows(conv, e, static_cast<const uint16_t*>(conv.x->raw_data()), PairDepth(e));
+    const FewPixelsPairArgs args{pair_rows.data(), static_cast<int>(pixels), PairDepth(e),
+                                 static_cast<const uint16_t*>(packed), 0, 0, sums.data(), e.out_channels};
+    run_blocks = [args](int64_t begin, int64_t end) {
+      FewPixelsPairArgs chunk = args;
+      chunk.block_begin = begin;
+      chunk.block_end = end;
+      FewPixelsAvx512Bf16(chunk);
+    };
+  } else {
+    const std::vector<float> wide = conv.x->dtype() == DType::kFloat32 ? std::vector<float>() : ToFloat32(*conv.x);
+    rows = GatherRows(conv, e, wide.empty() ? conv.x->data<float>() : wide.data(), e.depth());
+    const FewPixelsArgs args{rows.data(), static_cast<int>(pixels), e.depth(), packed, conv.w->dtype(),
+                             0, 0, sums.data(), e.out_channels};
+    run_blocks = [args](int64_t begin, int64_t end) {
+      FewPixelsArgs chunk = args;
+      chunk.block_begin = begin;
+      chunk.block_end = end;
+      FewPixelsAvx512(chunk);
+    };
+  }
   ThreadPool& threads = context.threads();
   const double multiply_adds = static_cast<double>(pixels) * static_cast<double>(e.depth() * e.out_channels);
   // Each thread streams one contiguous run of blocks.
   const int64_t grain = multiply_adds < dnn::kSerialMultiplyAdds
                             ? e.blocks()
                             : (e.blocks() + threads.num_threads() - 1) / std::max(threads.num_threads(), 1);
-  threads.ParallelFor(e.blocks(), std::max<int64_t>(grain, 1), [&](int64_t begin, int64_t end) {
-    FewPixelsArgs chunk = args;
-    chunk.block_begin = begin;
-    chunk.block_end = end;
-    FewPixelsAvx512(chunk);
-  });
+  threads.ParallelFor(e.blocks(), std::max<int64_t>(grain, 1), run_blocks);
   const std::vector<float> residual =
       conv.addend == nullptr || conv.addend->dtype() == DType::kFloat32 ? std::vector<float>() : ToFloat32(*conv.addend);
   const float* addend = conv.addend == nullptr ? nullptr

@@ -8,8 +8,15 @@
 // registers while a block of weights streams past once, prefetched ahead.
 //
 // Every sum accumulates in float32 in k order whichever thread computes it; float16 and
-// bfloat16 operands are widened exactly first. Bias, residual and activation follow as
-// on oneDNN's path: ((sum + bias) + residual), then the activation, rounded once.
+// bfloat16 operands are widened exactly first. Where a bfloat16 convolution takes the
+// native kernels (bf16_kernel_choice.h: the CPU has AVX512_BF16 and it pays), it sums on
+// VDPBF16PS instead, which does twice the multiply-adds of an FMA per instruction (the
+// 512 -> 512 layers at 4 x 4 pixels are bound by the multiply-adds, not the weight reads,
+// on a CPU that runs one AVX-512 FMA per cycle): k runs in pairs, each pair's odd term
+// added before its even one, each product exact and each addition rounded as an FMA's,
+// with bfloat16 subnormal operands read as zero and subnormal sums flushed to zero (the
+// instruction's own rules); an odd k gets a zero last term. Bias, residual and activation
+// follow as on oneDNN's path: ((sum + bias) + residual), then the activation, rounded once.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +48,23 @@ struct FewPixelsArgs {
   int64_t sums_stride = 0;
 };
 void FewPixelsAvx512(const FewPixelsArgs& args);  // few_pixels_avx512.cc
+
+// The same on VDPBF16PS: k even, `rows` bfloat16 [pixels][k], `packed` bfloat16
+// [blocks][k / 2][16][2] (each output channel's pair of weights side by side).
+struct FewPixelsPairArgs {
+  const uint16_t* rows = nullptr;
+  int pixels = 0;
+  int64_t k = 0;
+  const uint16_t* packed = nullptr;
+  int64_t block_begin = 0, block_end = 0;
+  float* sums = nullptr;
+  int64_t sums_stride = 0;
+};
+void FewPixelsAvx512Bf16(const FewPixelsPairArgs& args);  // few_pixels_avx512_bf16.cc
+
+// Whether a bfloat16 convolution of `pixels` output pixels over `weights` weights sums
+// on VDPBF16PS now (the CPU, ONNX_AMP_MAX_CPU_ISA and the bf16_kernel_choice.h setting).
+bool FewPixelsSumsBf16Pairs(int64_t pixels, int64_t weights);
 
 // Whether the CPU runs the kernel (AVX-512 F), and whether ConvCpu takes it (tests turn
 // it off to compare with oneDNN's path). SetFewPixelsConvEnabled returns the previous

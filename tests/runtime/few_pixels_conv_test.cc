@@ -1,10 +1,12 @@
 // Convolutions with at most 16 output pixels and constant weights run on the few-pixels
 // kernel (ops/conv/few_pixels_conv.h), which sums each output in float32 in (ky, kx,
-// in_channel) order. Checked bit for bit against that sum computed here one fused
-// multiply-add at a time, through a chain that reads and writes NCHW and channels-last
-// values, with a fused residual and Relu, strides, dilations, 1 x 1 kernels and pads on
-// one side only, in float32, float16 and bfloat16; and against oneDNN's path, which sums
-// in another order.
+// in_channel) order, or on VDPBF16PS in pairs of that order, each pair's odd term first.
+// Checked bit for bit against those sums computed here one fused multiply-add at a time,
+// through a chain that reads and writes NCHW and channels-last values, with a fused
+// residual and Relu, strides, dilations, 1 x 1 kernels, pads on one side only and an odd
+// k, in float32, float16 and bfloat16; and against oneDNN's path, which sums in another
+// order. The VDPBF16PS kernel's float32 sums are checked before rounding too, where the
+// two orders differ.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
@@ -15,6 +17,8 @@
 #include <vector>
 
 #include "ops/conv/few_pixels_conv.h"
+#include "runtime/core/convert.h"
+#include "tests/ops/dnn_test_util.h"
 #include "tests/runtime/plan_test_util.h"
 #include "tests/runtime/test_graphs.h"
 
@@ -32,7 +36,28 @@ using testing::SetIntsAttr;
 using testing::TensorValue;
 using testing::Uniform;
 
-constexpr int64_t kInChannels = 8, kWide = 128, kOutChannels = 16;
+// Odd: the first layer's k (3 x 3 x 7) is odd, which the pairs pad with a zero term.
+constexpr int64_t kInChannels = 7, kWide = 128, kOutChannels = 16;
+
+// The order each output's products are added in.
+enum class SumOrder {
+  kSequential,     // k order
+  kPairsOddFirst,  // VDPBF16PS: pairs of k order, the odd term of each first
+};
+
+// The terms' sum from +0, one fused multiply-add at a time, in `order`.
+float SumInOrder(const std::vector<float>& taps, const std::vector<float>& weights, SumOrder order) {
+  float sum = 0.0f;
+  if (order == SumOrder::kSequential) {
+    for (size_t i = 0; i < taps.size(); ++i) sum = std::fma(taps[i], weights[i], sum);
+    return sum;
+  }
+  for (size_t i = 0; i < taps.size(); i += 2) {
+    if (i + 1 < taps.size()) sum = std::fma(taps[i + 1], weights[i + 1], sum);
+    sum = std::fma(taps[i], weights[i], sum);
+  }
+  return sum;
+}
 
 struct Conv2d {
   std::vector<float> w, bias;  // [out][in][k][k], [out]; values of the graph's dtype
@@ -42,29 +67,31 @@ struct Conv2d {
 };
 
 // ((sum + bias) + addend) per output, NCHW, the sum one fused multiply-add at a time in
-// (ky, kx, in) order from +0, taps in the padding included as zeros.
+// `order` over (ky, kx, in) from +0, taps in the padding included as zeros.
 std::vector<float> SequentialConv(const std::vector<float>& x, int64_t batch, int64_t size, const Conv2d& c,
-                                  const std::vector<float>* addend) {
+                                  const std::vector<float>* addend, SumOrder order) {
   const int64_t out_size = c.OutSize(size);
   std::vector<float> y(static_cast<size_t>(batch * c.out * out_size * out_size));
+  std::vector<float> taps, weights;
   for (int64_t n = 0; n < batch; ++n) {
     for (int64_t oc = 0; oc < c.out; ++oc) {
       for (int64_t oy = 0; oy < out_size; ++oy) {
         for (int64_t ox = 0; ox < out_size; ++ox) {
-          float sum = 0.0f;
+          taps.clear();
+          weights.clear();
           for (int64_t ky = 0; ky < c.kernel; ++ky) {
             for (int64_t kx = 0; kx < c.kernel; ++kx) {
               const int64_t iy = oy * c.stride - c.pad + ky * c.dilation;
               const int64_t ix = ox * c.stride - c.pad + kx * c.dilation;
               const bool inside = iy >= 0 && iy < size && ix >= 0 && ix < size;
               for (int64_t ic = 0; ic < c.in; ++ic) {
-                const float tap = inside ? x[((n * c.in + ic) * size + iy) * size + ix] : 0.0f;
-                sum = std::fma(tap, c.w[((oc * c.in + ic) * c.kernel + ky) * c.kernel + kx], sum);
+                taps.push_back(inside ? x[((n * c.in + ic) * size + iy) * size + ix] : 0.0f);
+                weights.push_back(c.w[((oc * c.in + ic) * c.kernel + ky) * c.kernel + kx]);
               }
             }
           }
           const size_t at = static_cast<size_t>(((n * c.out + oc) * out_size + oy) * out_size + ox);
-          y[at] = sum + c.bias[oc];
+          y[at] = SumInOrder(taps, weights, order) + c.bias[oc];
           if (addend != nullptr) y[at] += (*addend)[at];
         }
       }
@@ -124,7 +151,7 @@ struct Chain {
 // dilation d) -> Add(., c) -> Relu -> y;  y -> D (2 x 2, padded before only) -> z. In a channels-last plan h,
 // c and y are stored channels-last (each is read by Convs only), so the kernel gathers
 // channels-last X, adds a channels-last residual and writes channels-last Y.
-Chain MakeChain(DType dtype, const Geometry& geometry, std::mt19937_64& rng) {
+Chain MakeChain(DType dtype, const Geometry& geometry, std::mt19937_64& rng, SumOrder order = SumOrder::kSequential) {
   const auto [batch, size, stride, dilation] = geometry;
   const Conv2d a = RandomConv(rng, dtype, kWide, kInChannels, 3, 1, 1, 1, 1);
   const Conv2d c = RandomConv(rng, dtype, kWide, kWide, 1, stride, 0, 1, 0);
@@ -134,10 +161,10 @@ Chain MakeChain(DType dtype, const Geometry& geometry, std::mt19937_64& rng) {
   Chain chain;
   const std::vector<float> xv = Rounded(Uniform(rng, static_cast<size_t>(batch * kInChannels * size * size), -1, 1), dtype);
   chain.x = FilledTensor(dtype, {batch, kInChannels, size, size}, std::vector<double>(xv.begin(), xv.end()));
-  const std::vector<float> h = RoundedRelu(SequentialConv(xv, batch, size, a, nullptr), dtype);
-  const std::vector<float> cv = Rounded(SequentialConv(h, batch, size, c, nullptr), dtype);
-  const std::vector<float> y = RoundedRelu(SequentialConv(h, batch, size, b, &cv), dtype);
-  chain.expected = Rounded(SequentialConv(y, batch, mid, d, nullptr), dtype);
+  const std::vector<float> h = RoundedRelu(SequentialConv(xv, batch, size, a, nullptr, order), dtype);
+  const std::vector<float> cv = Rounded(SequentialConv(h, batch, size, c, nullptr, order), dtype);
+  const std::vector<float> y = RoundedRelu(SequentialConv(h, batch, size, b, &cv, order), dtype);
+  chain.expected = Rounded(SequentialConv(y, batch, mid, d, nullptr, order), dtype);
   chain.z_shape = {batch, kOutChannels, mid, mid};
 
   onnx::GraphProto graph;
@@ -175,10 +202,8 @@ class FewPixelsConvTest : public ::testing::TestWithParam<std::tuple<DType, Geom
   }
 };
 
-TEST_P(FewPixelsConvTest, SumsInKOrderInEveryLayout) {
-  const auto [dtype, geometry] = GetParam();
-  std::mt19937_64 rng(61);
-  const Chain chain = MakeChain(dtype, geometry, rng);
+// Runs the chain in an NCHW plan and a channels-last one: z bit for bit as expected.
+void ExpectChainBits(const Chain& chain) {
   for (const bool channels_last : {false, true}) {
     SCOPED_TRACE(channels_last ? "channels-last plan" : "NCHW plan");
     ExecutorOptions options;
@@ -192,6 +217,14 @@ TEST_P(FewPixelsConvTest, SumsInKOrderInEveryLayout) {
     }
     EXPECT_EQ(testing::Calls(result, "Conv+Add+Relu"), 1);
   }
+}
+
+TEST_P(FewPixelsConvTest, SumsInKOrderInEveryLayout) {
+  const auto [dtype, geometry] = GetParam();
+  // bfloat16 on the widening kernel here; on VDPBF16PS in FewPixelsBf16PairsTest.
+  const testing::ScopedBf16Kernels widened(Bf16Kernels::kFloat32);
+  std::mt19937_64 rng(61);
+  ExpectChainBits(MakeChain(dtype, geometry, rng));
 }
 
 // oneDNN's path, which sums in its own order: within a rounding of the dtype per layer
@@ -236,6 +269,106 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(Geometry{1, 4, 1, 1}, Geometry{1, 4, 2, 1}, Geometry{1, 3, 1, 2},
                                          Geometry{2, 2, 2, 1})),
     [](const ::testing::TestParamInfo<std::tuple<DType, Geometry>>& info) { return CaseName(info.param); });
+
+class FewPixelsBf16PairsTest : public ::testing::TestWithParam<Geometry> {
+ protected:
+  void SetUp() override {
+    if (!FewPixelsConvSupported()) GTEST_SKIP() << "this CPU lacks AVX-512: the few-pixels kernel does not run";
+    ONNX_AMP_SKIP_WITHOUT_NATIVE_BF16();
+  }
+};
+
+TEST_P(FewPixelsBf16PairsTest, SumsInPairsOddTermFirstInEveryLayout) {
+  const testing::ScopedBf16Kernels native(Bf16Kernels::kNative);
+  std::mt19937_64 rng(64);
+  ExpectChainBits(MakeChain(DType::kBFloat16, GetParam(), rng, SumOrder::kPairsOddFirst));
+}
+
+INSTANTIATE_TEST_SUITE_P(Geometries, FewPixelsBf16PairsTest,
+                         ::testing::Values(Geometry{1, 4, 1, 1}, Geometry{1, 4, 2, 1}, Geometry{1, 3, 1, 2},
+                                           Geometry{2, 2, 2, 1}),
+                         [](const ::testing::TestParamInfo<Geometry>& info) {
+                           return CaseName({DType::kBFloat16, info.param});
+                         });
+
+// Which kernel a bfloat16 convolution takes shows in its result when the order of the
+// sums decides it: per output the products are 0, 2^30, -2^30 and 1 (k order). In k order
+// the 1 comes after the cancellation and survives; in pairs, odd term first, it is added
+// to 2^30 and lost: the result is 0.
+TEST(FewPixelsBf16Pairs, TakenUnderTheNativeSettingOnly) {
+  if (!FewPixelsConvSupported()) GTEST_SKIP() << "this CPU lacks AVX-512: the few-pixels kernel does not run";
+  ONNX_AMP_SKIP_WITHOUT_NATIVE_BF16();
+  constexpr int64_t kChannels = 4, kSize = 4;
+  const float big = std::ldexp(1.0f, 15);
+  std::vector<float> x, w;
+  for (const float value : {1.0f, big, big, 1.0f}) x.insert(x.end(), kSize * kSize, value);
+  for (int64_t oc = 0; oc < kOutChannels; ++oc) w.insert(w.end(), {0.0f, big, -big, 1.0f});
+  onnx::GraphProto graph;
+  graph.set_name("pair_order");
+  *graph.add_input() = TensorValue("x", DType::kBFloat16, {1, kChannels, kSize, kSize});
+  AddValues(graph, "w", DType::kBFloat16, {kOutChannels, kChannels, 1, 1}, w);
+  AddNode(graph, "Conv", {"x", "w"}, {"y"}, "conv");
+  *graph.add_output() = TensorValue("y", DType::kBFloat16, {1, kOutChannels, kSize, kSize});
+  const onnx::ModelProto model = testing::MakeModel(graph);
+  const Tensor input = FilledTensor(DType::kBFloat16, {1, kChannels, kSize, kSize}, std::vector<double>(x.begin(), x.end()));
+  for (const auto& [kernels, expected] : {std::pair{Bf16Kernels::kNative, 0.0}, std::pair{Bf16Kernels::kFloat32, 1.0}}) {
+    SCOPED_TRACE(std::string(Bf16KernelsName(kernels)));
+    const testing::ScopedBf16Kernels choice(kernels);
+    Expected<std::unique_ptr<Executor>> executor = Executor::Create(onnx::ModelProto(model), ExecutorOptions());
+    ASSERT_TRUE(executor.ok()) << executor.status().message();
+    const std::vector<double> y = AsDouble(Output(RunOk(**executor, {{"x", input}}), "y"));
+    ASSERT_EQ(y.size(), static_cast<size_t>(kOutChannels * kSize * kSize));
+    for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], expected) << "y[" << i << "]";
+  }
+}
+
+uint16_t BFloat16Bits(float value) {
+  uint16_t bits = 0;
+  ConvertFloatToBFloat16(&value, &bits, 1);
+  return bits;
+}
+
+// The VDPBF16PS kernel's float32 sums before any rounding, for a range of blocks that
+// starts past the first: bit for bit the pair order, which differs from k order in some
+// of them (so the check tells the two apart), and the blocks outside the range untouched.
+TEST(FewPixelsBf16PairsKernel, SumsEachPairOddTermFirst) {
+  if (!FewPixelsConvSupported()) GTEST_SKIP() << "this CPU lacks AVX-512: the few-pixels kernel does not run";
+  ONNX_AMP_SKIP_WITHOUT_NATIVE_BF16();
+  constexpr int64_t kDepth = 90, kBlocks = 3, kChannels = kBlocks * 16;
+  std::mt19937_64 rng(65);
+  std::vector<float> weights = Rounded(Uniform(rng, kChannels * kDepth, -1, 1), DType::kBFloat16);  // [oc][k]
+  std::vector<uint16_t> packed(weights.size());
+  for (int64_t oc = 0; oc < kChannels; ++oc) {
+    for (int64_t kk = 0; kk < kDepth; ++kk) {
+      packed[((oc / 16) * kDepth + kk / 2 * 2) * 16 + oc % 16 * 2 + kk % 2] = BFloat16Bits(weights[oc * kDepth + kk]);
+    }
+  }
+  int64_t orders_differ = 0;
+  for (const int pixels : {1, 5, 16}) {
+    SCOPED_TRACE("pixels " + std::to_string(pixels));
+    const std::vector<float> rows = Rounded(Uniform(rng, static_cast<size_t>(pixels * kDepth), -1, 1), DType::kBFloat16);
+    std::vector<uint16_t> row_bits(rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) row_bits[i] = BFloat16Bits(rows[i]);
+    const float untouched = -7.0f;
+    std::vector<float> sums(static_cast<size_t>(pixels * kChannels), untouched);
+    FewPixelsAvx512Bf16(FewPixelsPairArgs{row_bits.data(), pixels, kDepth, packed.data(), 1, kBlocks, sums.data(),
+                                          kChannels});
+    for (int64_t i = 0; i < pixels; ++i) {
+      const std::vector<float> taps(rows.begin() + i * kDepth, rows.begin() + (i + 1) * kDepth);
+      for (int64_t oc = 0; oc < kChannels; ++oc) {
+        const float got = sums[static_cast<size_t>(i * kChannels + oc)];
+        if (oc < 16) {
+          ASSERT_EQ(got, untouched) << "pixel " << i << ", channel " << oc;
+          continue;
+        }
+        const std::vector<float> column(weights.begin() + oc * kDepth, weights.begin() + (oc + 1) * kDepth);
+        ASSERT_EQ(got, SumInOrder(taps, column, SumOrder::kPairsOddFirst)) << "pixel " << i << ", channel " << oc;
+        orders_differ += got != SumInOrder(taps, column, SumOrder::kSequential);
+      }
+    }
+  }
+  EXPECT_GT(orders_differ, 0);
+}
 
 }  // namespace
 }  // namespace onnx_amp
