@@ -12,6 +12,12 @@
 
 namespace onnx_amp {
 
+// Whole rows of a float16/bfloat16 tensor that a row-wise kernel (softmax, layer norm)
+// widens together, up to this many elements: short rows (attention over 32 keys, a
+// 64-wide hidden state) otherwise paid two conversion calls each, and the transformer
+// block's bfloat16 attention softmax ran at 1.4x the float32 one's time.
+inline constexpr int64_t kWidenedRowsElements = 4096;
+
 // values[0, n) = tensor[begin, begin + n) as float32 (float32, float16 or bfloat16 tensors).
 void LoadFloat32Block(const Tensor& tensor, int64_t begin, int64_t n, float* values);
 // tensor[begin, begin + n) as float32: in place for a float32 tensor, else widened into

@@ -60,36 +60,46 @@ Status RunLayerNorm(KernelContext& context, const Tensor& x, int64_t axis, doubl
   if (scale.empty()) return context.Error(ErrorCode::kInvalidModel, "Scale is required");
   const T* in = x.data<T>();
   T* out = y.data<T>();
+  const auto store_statistics = [&](int64_t r, Acc mean, Acc inv_std) {
+    if (mean_out != nullptr) {
+      if (mean_out->dtype() == DType::kFloat64) mean_out->data<double>()[r] = mean;
+      else mean_out->data<float>()[r] = static_cast<float>(mean);
+    }
+    if (inv_std_out != nullptr) {
+      if (inv_std_out->dtype() == DType::kFloat64) inv_std_out->data<double>()[r] = inv_std;
+      else inv_std_out->data<float>()[r] = static_cast<float>(inv_std);
+    }
+  };
+  // float32, float16 and bfloat16 rows go through the lane loop: float32 ones in place,
+  // low-precision ones widened in groups of whole rows (kWidenedRowsElements).
+  constexpr bool kLaneRows = std::is_same_v<Acc, float>;
+  constexpr bool kWidened = kLaneRows && !std::is_same_v<T, float>;
+  const int64_t rows_per_group = kWidened ? std::max<int64_t>(1, kWidenedRowsElements / cols) : 1;
   context.threads().ParallelFor(rows, ItemsPerChunk(cols, 8192), [&](int64_t begin, int64_t end) {
-    // float32, float16 and bfloat16 rows go through the lane loop, low-precision ones
-    // widened into `row_buffer`.
-    constexpr bool kLaneRows = std::is_same_v<Acc, float>;
-    std::vector<float> row_buffer(kLaneRows && !std::is_same_v<T, float> ? static_cast<size_t>(cols) : 0);
-    for (int64_t r = begin; r < end; ++r) {
-      Acc mean, inv_std;
-      if constexpr (kLaneRows) {
-        const float* row = Float32BlockOf(x, r * cols, cols, row_buffer.data());
-        float* row_out = std::is_same_v<T, float> ? y.data<float>() + r * cols : row_buffer.data();
-        const LaneStatistics statistics = LaneMeanAndInvStd(row, cols, static_cast<float>(epsilon));
-        LaneNormalize(row, cols, statistics, scale.data(), bias.empty() ? nullptr : bias.data(), row_out);
-        StoreFloat32Block(row_out, r * cols, cols, y);
-        mean = statistics.mean, inv_std = statistics.inv_std;
-      } else {
+    if constexpr (kLaneRows) {
+      std::vector<float> block(kWidened ? static_cast<size_t>(std::min(rows_per_group, end - begin) * cols) : 0);
+      for (int64_t first = begin; first < end; first += rows_per_group) {
+        const int64_t count = std::min(rows_per_group, end - first);
+        if constexpr (kWidened) LoadFloat32Block(x, first * cols, count * cols, block.data());
+        for (int64_t r = 0; r < count; ++r) {
+          float* row = kWidened ? block.data() + r * cols : nullptr;
+          const float* row_in = kWidened ? row : x.data<float>() + (first + r) * cols;
+          float* row_out = kWidened ? row : y.data<float>() + (first + r) * cols;
+          const LaneStatistics statistics = LaneMeanAndInvStd(row_in, cols, static_cast<float>(epsilon));
+          LaneNormalize(row_in, cols, statistics, scale.data(), bias.empty() ? nullptr : bias.data(), row_out);
+          store_statistics(first + r, statistics.mean, statistics.inv_std);
+        }
+        if constexpr (kWidened) StoreFloat32Block(block.data(), first * cols, count * cols, y);
+      }
+    } else {
+      for (int64_t r = begin; r < end; ++r) {
         const T* row = in + r * cols;
         const auto statistics = MeanAndInvStd(row, cols, static_cast<Acc>(epsilon));
-        mean = statistics.mean, inv_std = statistics.inv_std;
         for (int64_t i = 0; i < cols; ++i) {
-          const Acc normalized = (LoadValue(row[i]) - mean) * inv_std;
+          const Acc normalized = (LoadValue(row[i]) - statistics.mean) * statistics.inv_std;
           out[r * cols + i] = StoreValue<T>(normalized * scale[i] + (bias.empty() ? Acc(0) : bias[i]));
         }
-      }
-      if (mean_out != nullptr) {
-        if (mean_out->dtype() == DType::kFloat64) mean_out->data<double>()[r] = mean;
-        else mean_out->data<float>()[r] = static_cast<float>(mean);
-      }
-      if (inv_std_out != nullptr) {
-        if (inv_std_out->dtype() == DType::kFloat64) inv_std_out->data<double>()[r] = inv_std;
-        else inv_std_out->data<float>()[r] = static_cast<float>(inv_std);
+        store_statistics(r, statistics.mean, statistics.inv_std);
       }
     }
   });

@@ -55,11 +55,6 @@ ONNX_AMP_CPU_CLONES void LaneSoftmaxRow(SoftmaxKind kind, const float* x, float*
   std::copy(tail, tail + (count - body), y + body);
 }
 
-// Rows of a float16/bfloat16 softmax widened together, up to this many elements: rows of
-// 32 (attention over 32 keys) otherwise paid two conversion calls each, and the
-// transformer block's bfloat16 attention softmax ran at 1.4x the float32 one's time.
-constexpr int64_t kWidenedRowsElements = 4096;
-
 // Softmax or LogSoftmax along the last axis of a float32, float16 or bfloat16 tensor:
 // float32 rows in place, float16 and bfloat16 ones widened into a buffer of whole rows.
 void RunLaneSoftmax(KernelContext& context, const Tensor& x, const AxisView& v, SoftmaxKind kind, Tensor& y) {

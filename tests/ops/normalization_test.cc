@@ -323,6 +323,39 @@ TEST(LayerNormTest, AllDtypesMatchRoundedReference) {
   }
 }
 
+// float16/bfloat16 rows are widened several at a time (up to 4096 values) and run
+// through the float32 row kernel: Y is the float32 kernel's result on the same rounded
+// inputs, rounded once, and Mean and InvStdDev are its very values. 600 rows of 64
+// (groups of 64 rows, a short one at the end of each thread's share) and 3 rows of 5000
+// (one row a group).
+TEST(LayerNormTest, LowPrecisionRowsMatchTheFloat32KernelRoundedOnce) {
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {
+    for (const int64_t cols : {int64_t{64}, int64_t{5000}}) {
+      const int64_t rows = cols == 64 ? 600 : 3;
+      const RoundedTensor x = RandomTensor(dtype, {rows, cols}, 92, -3.0, 5.0);
+      const RoundedTensor scale = RandomTensor(dtype, {cols}, 93), bias = RandomTensor(dtype, {cols}, 94);
+      const auto run = [&](DType type) {
+        return SingleNode("LayerNormalization", 17)
+            .Input(MakeFloatTensor(type, {rows, cols}, x.values))
+            .Input(MakeFloatTensor(type, {cols}, scale.values))
+            .Input(MakeFloatTensor(type, {cols}, bias.values))
+            .NumOutputs(3)
+            .Run();
+      };
+      auto low = run(dtype);
+      auto f32 = run(DType::kFloat32);
+      ASSERT_TRUE(low.ok() && f32.ok());
+      const std::string label = std::string(DTypeName(dtype)) + " rows of " + std::to_string(cols);
+      const std::vector<double> got = ToDoubles((*low)[0]);
+      const std::vector<double> want = Rounded(dtype, {rows, cols}, ToDoubles((*f32)[0])).values;
+      for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << label << ", element " << i;
+      for (int output : {1, 2}) {
+        EXPECT_EQ(ToDoubles((*low)[output]), ToDoubles((*f32)[output])) << label << ", output " << output;
+      }
+    }
+  }
+}
+
 // Rows of 37: two 16-lane vectors and a tail of 5, whose padding must stay out of the
 // mean and the variance. No bias.
 TEST(LayerNormTest, RowsWithATail) {
