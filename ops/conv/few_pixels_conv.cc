@@ -178,6 +178,16 @@ bool FewPixelsSumsBf16Pairs(int64_t pixels, int64_t weights) {
          NativeBf16Pays(static_cast<double>(pixels) * static_cast<double>(weights), static_cast<double>(weights));
 }
 
+std::string DescribeFewPixelsConv() {
+  const std::string convolutions = "convolutions of at most " + std::to_string(kFewPixelsMax) + " output pixels: ";
+  if (!FewPixelsConvSupported()) return convolutions + "oneDNN's kernels (no AVX-512)";
+  // Any weight count: the choice depends on the rows per weight, the pixels.
+  const std::string bf16 = FewPixelsSumsBf16Pairs(kFewPixelsMax, 1)    ? "on VDPBF16PS"
+                           : FewPixelsSumsBf16Pairs(kFewPixelsMax - 1, 1) ? "on VDPBF16PS below 16 pixels"
+                                                                          : "widened to float32";
+  return convolutions + "avx512 kernel streaming the weights once, bfloat16 " + bf16;
+}
+
 Status RunFewPixelsConv(KernelContext& context, const FewPixelsConv& conv, const FusedActivation& activation) {
 #if ONNX_AMP_FEW_PIXELS_X86
   const Extents e = ExtentsOf(conv);

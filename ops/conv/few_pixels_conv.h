@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "ops/conv/window_geometry.h"
@@ -65,6 +66,9 @@ void FewPixelsAvx512Bf16(const FewPixelsPairArgs& args);  // few_pixels_avx512_b
 // Whether a bfloat16 convolution of `pixels` output pixels over `weights` weights sums
 // on VDPBF16PS now (the CPU, ONNX_AMP_MAX_CPU_ISA and the bf16_kernel_choice.h setting).
 bool FewPixelsSumsBf16Pairs(int64_t pixels, int64_t weights);
+
+// What the path does on this CPU, for `onnx-amp --version`.
+std::string DescribeFewPixelsConv();
 
 // Whether the CPU runs the kernel (AVX-512 F), and whether ConvCpu takes it (tests turn
 // it off to compare with oneDNN's path). SetFewPixelsConvEnabled returns the previous

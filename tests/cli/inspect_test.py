@@ -254,11 +254,21 @@ class UsageTest(unittest.TestCase):
             first_layers = path
         self.assertEqual(lines[2], "CPU: products of at most 4 rows: " + path)
         self.assertEqual(lines[3], "CPU: first layers of 1 to 4 channels: " + first_layers)
+        # The few-pixels convolutions (ops/conv/few_pixels_conv.h): bfloat16 on VDPBF16PS
+        # as the measured rate decides, never without AVX512_BF16.
+        if {"avx512f", "avx512bw", "avx512vl", "avx2", "fma", "f16c"} <= flags:
+            self.assertRegex(lines[4], r"^CPU: convolutions of at most 16 output pixels: avx512 kernel streaming the "
+                                       r"weights once, bfloat16 (on VDPBF16PS|on VDPBF16PS below 16 pixels|"
+                                       r"widened to float32)$")
+            if "avx512_bf16" not in flags:
+                self.assertTrue(lines[4].endswith("widened to float32"), lines[4])
+        else:
+            self.assertEqual(lines[4], "CPU: convolutions of at most 16 output pixels: oneDNN's kernels (no AVX-512)")
         # The Winograd convolutions (ops/conv/winograd_choice.h): oneDNN has them on AVX-512.
         winograd = ("oneDNN's Winograd kernels (ONNX_AMP_CONV_WINOGRAD=0 turns them off)"
                     if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags
                     else "direct kernels (oneDNN has no Winograd kernels on this CPU)")
-        self.assertEqual(lines[4], "CPU: 3x3 stride-1 convolutions of 64+ channels: " + winograd)
+        self.assertEqual(lines[5], "CPU: 3x3 stride-1 convolutions of 64+ channels: " + winograd)
         # A value that is neither 0 nor 1 is named, not taken silently.
         bad = run_cli("--version", env=dict(os.environ, ONNX_AMP_CONV_WINOGRAD="off"))
         self.assertEqual(bad.returncode, 0)
@@ -270,10 +280,10 @@ class UsageTest(unittest.TestCase):
         if ARGS.cuda:
             # The libraries loaded, then those the build was compiled against.
             version = r"\d+\.\d+(\.\d+)?"
-            self.assertRegex(lines[5], r"^CUDA runtime (%s|unavailable), cuBLASLt %s, cuDNN %s \(built with CUDA %s, "
+            self.assertRegex(lines[6], r"^CUDA runtime (%s|unavailable), cuBLASLt %s, cuDNN %s \(built with CUDA %s, "
                                        r"cuBLASLt %s, cuDNN %s\)$" % ((version,) * 6))
         else:
-            self.assertEqual(len(lines), 5)
+            self.assertEqual(len(lines), 6)
 
     def test_version_names_the_instruction_set_cap_and_rejects_unknown_ones(self):
         # ONNX_AMP_MAX_CPU_ISA (runtime/core/cpu_isa_cap.h) caps our kernels' paths and oneDNN's.
@@ -286,6 +296,7 @@ class UsageTest(unittest.TestCase):
         self.assertIn("CPU: first layers of 1 to 4 channels: oneDNN's kernels (no AVX2 with FMA and F16C)", baseline)
         self.assertIn("(no AVX512_BF16)", baseline)
         self.assertIn("CPU: 3x3 stride-1 convolutions of 64+ channels: direct kernels", baseline)
+        self.assertIn("CPU: convolutions of at most 16 output pixels: oneDNN's kernels (no AVX-512)", baseline)
         self.assertIn("CPU: ONNX_AMP_MAX_CPU_ISA=baseline: our kernels capped at baseline, oneDNN's at baseline too",
                       baseline)
         if {"avx2", "fma", "f16c"} <= cpu_flags():
@@ -293,6 +304,11 @@ class UsageTest(unittest.TestCase):
             self.assertIn("CPU: products of at most 4 rows: avx2 kernels streaming the weights once", avx2)
             self.assertIn("CPU: first layers of 1 to 4 channels: avx2 loops", avx2)
             self.assertIn("CPU: ONNX_AMP_MAX_CPU_ISA=avx2: our kernels capped at avx2, oneDNN's at avx2 too", avx2)
+            self.assertIn("CPU: convolutions of at most 16 output pixels: oneDNN's kernels (no AVX-512)", avx2)
+        if {"avx512f", "avx512bw", "avx512vl", "avx2", "fma", "f16c"} <= cpu_flags():
+            # Held below AVX512_BF16, bfloat16 is widened even where the CPU has the instruction.
+            self.assertIn("CPU: convolutions of at most 16 output pixels: avx512 kernel streaming the weights once, "
+                          "bfloat16 widened to float32", version("avx512").stdout)
         own = version("avx2", ONEDNN_MAX_CPU_ISA="AVX512_CORE").stdout
         self.assertIn("oneDNN's by ONEDNN_MAX_CPU_ISA=AVX512_CORE", own)
         bad = version("avx9")

@@ -15,6 +15,7 @@
 #include "ops/common/bf16_kernel_choice.h"
 #include "ops/common/few_rows_matmul.h"
 #include "ops/conv/few_channels_conv.h"
+#include "ops/conv/few_pixels_conv.h"
 #include "ops/conv/winograd_choice.h"
 #include "runtime/core/cpu_isa_cap.h"
 #include "runtime/exec/host_heap.h"
@@ -35,7 +36,7 @@ std::string IsaCapText() {
 }
 
 // The version, the CPU's kernel choices (bfloat16 products, products of a few rows,
-// first-layer convolutions, Winograd convolutions), and with CUDA compiled in a line with
+// first-layer convolutions, convolutions of a few pixels, Winograd convolutions), and with CUDA compiled in a line with
 // the CUDA runtime, cuBLASLt and cuDNN versions loaded and built against.
 std::string VersionText() {
   const std::string cpu = "\nCPU: " + onnx_amp::DescribeBf16Kernels() + "\nCPU: products of at most " +
@@ -44,7 +45,8 @@ std::string VersionText() {
                                ? std::string("oneDNN's kernels (no AVX2 with FMA and F16C)")
                                : std::string(onnx_amp::FewRowsPathName(onnx_amp::CurrentFewRowsPath())) +
                                      " kernels streaming the weights once") +
-                          "\nCPU: " + onnx_amp::DescribeFewChannelsConv() + "\nCPU: " + onnx_amp::DescribeWinograd() +
+                          "\nCPU: " + onnx_amp::DescribeFewChannelsConv() + "\nCPU: " + onnx_amp::DescribeFewPixelsConv() +
+                          "\nCPU: " + onnx_amp::DescribeWinograd() +
                           IsaCapText();
 #if ONNX_AMP_WITH_CUDA
   return std::string("onnx-amp ") + ONNX_AMP_VERSION + " (CUDA support: compiled in)" + cpu + "\n" +
