@@ -90,6 +90,21 @@ inline int64_t OperandElements(const BroadcastPlan& plan, int k) {
 // converting loop, instead of run by run.
 inline constexpr int64_t kConvertWholeElements = int64_t{1} << 16;
 
+// The period of operand k when its offset at output position p is p mod period: it is
+// broadcast along leading dims only (a bias row under every token); 0 otherwise.
+inline int64_t OperandPeriod(const BroadcastPlan& plan, int k) {
+  int64_t period = 1;
+  size_t d = plan.dims.size();
+  for (; d > 0 && plan.strides[d - 1][k] != 0; --d) {
+    if (plan.strides[d - 1][k] != period) return 0;
+    period *= plan.dims[d - 1];
+  }
+  for (size_t leading = 0; leading < d; ++leading) {
+    if (plan.strides[leading][k] != 0) return 0;
+  }
+  return period;
+}
+
 // Operand k of a converting loop: `data` of storage type S, or `whole` (its every
 // element converted to C) where that was made.
 template <typename C, typename S>
@@ -98,24 +113,39 @@ struct ConvertingOperand {
   int k = 0;
   int64_t elements = 0;
   bool full = false;  // laid out as the output
+  // A periodic operand of at most a block's elements (OperandPeriod) is widened into
+  // `whole` repeated, so that any kBlockSize outputs read it in place from p mod period.
+  int64_t period = 0;
   std::vector<C> whole;
 
   ConvertingOperand(const BroadcastPlan& plan, const S* operand, int index)
       : data(operand), k(index), elements(OperandElements(plan, index)), full(elements == plan.total) {
-    if (!full && elements <= kConvertWholeElements) {
-      whole.resize(static_cast<size_t>(elements));
-      LoadAs(data, whole.data(), elements);
+    if (full || elements > kConvertWholeElements) return;
+    whole.resize(static_cast<size_t>(elements));
+    LoadAs(data, whole.data(), elements);
+    if (elements > 1 && elements <= kBlockSize && OperandPeriod(plan, k) == elements) {
+      period = elements;
+      const int64_t copies = (kBlockSize + 2 * period - 2) / period;
+      whole.resize(static_cast<size_t>(copies * period));
+      for (int64_t copy = 1; copy < copies; ++copy) {
+        std::copy_n(whole.begin(), period, whole.begin() + copy * period);
+      }
     }
   }
 
-  // block[0, count) = the operand's values at output positions [pos, pos + count): one
-  // conversion where it is full, else copied run by run from `whole` (or converted run by
-  // run). A one-element operand fills block[0] alone (BinaryRun reads it with stride 0).
-  void Fill(const BroadcastPlan& plan, int64_t pos, int64_t count, C* block) const {
-    if (full) return LoadAs(data + pos, block, count);
+  // The operand's values at output positions [pos, pos + count), count <= kBlockSize: in
+  // place in the repeated `whole`, else gathered into `block` by one conversion where it
+  // is full, copied run by run from `whole` (or converted run by run). A one-element
+  // operand gives block[0] alone (BinaryRun reads it with stride 0).
+  const C* Values(const BroadcastPlan& plan, int64_t pos, int64_t count, C* block) const {
+    if (period != 0) return whole.data() + pos % period;
+    if (full) {
+      LoadAs(data + pos, block, count);
+      return block;
+    }
     if (elements == 1) {
       block[0] = whole[0];
-      return;
+      return block;
     }
     const int64_t stride = plan.inner_strides[k];
     ForEachRun(plan, pos, pos + count, [&](const OperandOffsets& offsets, int64_t at, int64_t length) {
@@ -134,6 +164,7 @@ struct ConvertingOperand {
         std::fill(to + 1, to + length, to[0]);
       }
     });
+    return block;
   }
 };
 
@@ -166,9 +197,9 @@ void BinaryBroadcast(ThreadPool& threads, const BroadcastPlan& plan, const A* a,
       R out_block[kBlockSize];
       for (int64_t pos = begin; pos < end; pos += kBlockSize) {
         const int64_t count = std::min(kBlockSize, end - pos);
-        first.Fill(plan, pos, count, a_block);
-        second.Fill(plan, pos, count, b_block);
-        BinaryRun(a_block, stride_a, b_block, stride_b, out_block, count, fn);
+        const C* a_values = first.Values(plan, pos, count, a_block);
+        const C* b_values = second.Values(plan, pos, count, b_block);
+        BinaryRun(a_values, stride_a, b_values, stride_b, out_block, count, fn);
         StoreAs(out_block, out + pos, count);
       }
     });

@@ -170,6 +170,12 @@ TEST_P(ElementwiseLowPrecision, MatchesFloat32KernelRoundedOnce) {
                        Tensor());
         ExpectBitExact(c, dtype, {MakeOperand(dtype, {5, 1, 7}, 0, rng), MakeOperand(dtype, {1, 4, 1}, 6, rng)},
                        Tensor());
+        // Rows read in place from a repeated copy: the first operand's, of 1000 (blocks
+        // starting anywhere in a row), and one of exactly a block.
+        ExpectBitExact(c, dtype, {MakeOperand(dtype, {1000}, 8, rng), MakeOperand(dtype, {40, 1000}, 0, rng)},
+                       Tensor());
+        ExpectBitExact(c, dtype, {MakeOperand(dtype, {5, 1024}, 0, rng), MakeOperand(dtype, {1024}, 10, rng)},
+                       Tensor());
         ExpectBitExact(c, dtype, {MakeOperand(dtype, {70001}, 1, rng), MakeOperand(dtype, {2, 70001}, 0, rng)},
                        Tensor());
         break;
