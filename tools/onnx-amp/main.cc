@@ -36,8 +36,9 @@ std::string IsaCapText() {
 }
 
 // The version, the CPU's kernel choices (bfloat16 products, products of a few rows,
-// first-layer convolutions, convolutions of a few pixels, Winograd convolutions), and with CUDA compiled in a line with
-// the CUDA runtime, cuBLASLt and cuDNN versions loaded and built against.
+// first-layer convolutions, convolutions of a few pixels, Winograd convolutions), and
+// with CUDA compiled in a line with the CUDA runtime, cuBLASLt and cuDNN versions loaded
+// and built against.
 std::string VersionText() {
   const std::string cpu = "\nCPU: " + onnx_amp::DescribeBf16Kernels() + "\nCPU: products of at most " +
                           std::to_string(onnx_amp::kFewRowsMax) + " rows: " +
