@@ -17,6 +17,11 @@ namespace onnx_amp {
 
 // Work per parallel chunk, in input elements.
 inline constexpr int64_t kReduceGrain = 1 << 15;
+// Outputs per chunk at least, where each output's inputs run down a column (reduced dims
+// before the kept inner ones): a chunk then reads its rows in runs this long. Chunks of
+// 32 columns of a [1024, 4096] bias gradient read 64 bytes a row, a new page every
+// other row, and made a call per 32 values to widen bfloat16 ones.
+inline constexpr int64_t kColumnsPerChunk = 1024;
 
 template <typename A, typename S>
 inline A LoadOne(const S* p) {
@@ -83,7 +88,8 @@ inline void StepColumns(A* acc, const S* row, int64_t width, const A* shift) {
 template <typename Kind, typename A, typename S>
 void ReduceInto(ThreadPool& threads, const ReducePlan& plan, const S* x, const A* shift, A* out) {
   const int64_t k_count = plan.reduced;
-  const int64_t grain = std::max<int64_t>(1, kReduceGrain / std::max<int64_t>(k_count, 1));
+  int64_t grain = std::max<int64_t>(1, kReduceGrain / std::max<int64_t>(k_count, 1));
+  if (plan.blocked && plan.inner > 1) grain = std::max(grain, std::min(plan.inner, kColumnsPerChunk));
   auto shift_of = [&](int64_t m) { return shift ? shift[m] : A(0); };
   threads.ParallelFor(plan.outputs, grain, [&](int64_t begin, int64_t end) {
     if (!plan.blocked) {

@@ -115,6 +115,8 @@ TEST_P(ReductionLowPrecision, WithinFloat32AccumulationBound) {
       {{4, 1000}, {0}},        // across rows
       {{6, 50, 20}, {0, 2}},   // non-adjacent axes
       {{3, 2000}, {0, 1}},     // everything, K = 6000
+      {{40, 2500}, {0}},       // columns in chunks of 1024, the last one short
+      {{3, 40, 1500}, {1}},    // columns of several images, chunks crossing images
   };
   for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {
     const double u_low = UnitRoundoffOf(dtype);
