@@ -151,8 +151,7 @@ int64_t OutputIndex(const Extents& e, int64_t pixel, int64_t channel, bool chann
 
 }  // namespace
 
-// The instructions of the few-rows AVX-512 kernels, which stream weights the same way.
-bool FewPixelsConvSupported() { return FewRowsPathSupported(FewRowsPath::kAvx512); }
+bool FewPixelsConvSupported() { return CurrentFewRowsPath() != FewRowsPath::kNone; }
 
 bool FewPixelsConvEnabled() { return EnabledSetting().load(); }
 
@@ -174,18 +173,19 @@ bool TakesFewPixels(KernelContext& context, const FewPixelsConv& conv) {
 bool FewPixelsSumsBf16Pairs(int64_t pixels, int64_t weights) {
   // The speedup is 0 where the CPU (or ONNX_AMP_MAX_CPU_ISA) has no AVX512_BF16; the
   // native setting alone would say yes there, for oneDNN, which emulates the products.
-  return Bf16DotSpeedup() > 0.0 &&
+  return CurrentFewRowsPath() == FewRowsPath::kAvx512 && Bf16DotSpeedup() > 0.0 &&
          NativeBf16Pays(static_cast<double>(pixels) * static_cast<double>(weights), static_cast<double>(weights));
 }
 
 std::string DescribeFewPixelsConv() {
   const std::string convolutions = "convolutions of at most " + std::to_string(kFewPixelsMax) + " output pixels: ";
-  if (!FewPixelsConvSupported()) return convolutions + "oneDNN's kernels (no AVX-512)";
+  if (!FewPixelsConvSupported()) return convolutions + "oneDNN's kernels (no AVX2 with FMA and F16C)";
   // Any weight count: the choice depends on the rows per weight, the pixels.
   const std::string bf16 = FewPixelsSumsBf16Pairs(kFewPixelsMax, 1)    ? "on VDPBF16PS"
                            : FewPixelsSumsBf16Pairs(kFewPixelsMax - 1, 1) ? "on VDPBF16PS below 16 pixels"
                                                                           : "widened to float32";
-  return convolutions + "avx512 kernel streaming the weights once, bfloat16 " + bf16;
+  return convolutions + std::string(FewRowsPathName(CurrentFewRowsPath())) +
+         " kernel streaming the weights once, bfloat16 " + bf16;
 }
 
 Status RunFewPixelsConv(KernelContext& context, const FewPixelsConv& conv, const FusedActivation& activation) {
@@ -215,11 +215,12 @@ Status RunFewPixelsConv(KernelContext& context, const FewPixelsConv& conv, const
     rows = GatherRows(conv, e, wide.empty() ? conv.x->data<float>() : wide.data(), e.depth());
     const FewPixelsArgs args{rows.data(), static_cast<int>(pixels), e.depth(), packed, conv.w->dtype(),
                              0, 0, sums.data(), e.out_channels};
-    run_blocks = [args](int64_t begin, int64_t end) {
+    const auto kernel = CurrentFewRowsPath() == FewRowsPath::kAvx512 ? FewPixelsAvx512 : FewPixelsAvx2;
+    run_blocks = [args, kernel](int64_t begin, int64_t end) {
       FewPixelsArgs chunk = args;
       chunk.block_begin = begin;
       chunk.block_end = end;
-      FewPixelsAvx512(chunk);
+      kernel(chunk);
     };
   }
   ThreadPool& threads = context.threads();

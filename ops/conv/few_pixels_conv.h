@@ -5,7 +5,8 @@
 // This path packs a node's constant weights once, in the order one pass reads them
 // ([out_channels / 16][k][16], k running over (ky, kx, in_channel), in the weights' own
 // dtype), gathers the input into im2col rows, and keeps every output pixel's 16 sums in
-// registers while a block of weights streams past once, prefetched ahead.
+// registers while a block of weights streams past once, prefetched ahead (on AVX2, whose
+// registers hold 6 pixels' sums, in tiles of pixels over runs of k kept in cache).
 //
 // Every sum accumulates in float32 in k order whichever thread computes it; float16 and
 // bfloat16 operands are widened exactly first. Where a bfloat16 convolution takes the
@@ -49,6 +50,7 @@ struct FewPixelsArgs {
   int64_t sums_stride = 0;
 };
 void FewPixelsAvx512(const FewPixelsArgs& args);  // few_pixels_avx512.cc
+void FewPixelsAvx2(const FewPixelsArgs& args);    // few_pixels_avx2.cc
 
 // The same on VDPBF16PS: k even, `rows` bfloat16 [pixels][k], `packed` bfloat16
 // [blocks][k / 2][16][2] (each output channel's pair of weights side by side).
@@ -70,9 +72,11 @@ bool FewPixelsSumsBf16Pairs(int64_t pixels, int64_t weights);
 // What the path does on this CPU, for `onnx-amp --version`.
 std::string DescribeFewPixelsConv();
 
-// Whether the CPU runs the kernel (AVX-512 F), and whether ConvCpu takes it (tests turn
-// it off to compare with oneDNN's path). SetFewPixelsConvEnabled returns the previous
-// setting.
+// Whether the kernels run: on the path of the few-rows kernels, which stream weights the
+// same way (few_rows_matmul.h: AVX-512, or AVX2 with FMA and F16C, as the CPU and
+// ONNX_AMP_MAX_CPU_ISA allow, unless a test chose another); and whether ConvCpu takes
+// them (tests turn it off to compare with oneDNN's path). SetFewPixelsConvEnabled returns
+// the previous setting.
 bool FewPixelsConvSupported();
 bool FewPixelsConvEnabled();
 bool SetFewPixelsConvEnabled(bool enabled);

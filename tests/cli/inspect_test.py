@@ -256,14 +256,16 @@ class UsageTest(unittest.TestCase):
         self.assertEqual(lines[3], "CPU: first layers of 1 to 4 channels: " + first_layers)
         # The few-pixels convolutions (ops/conv/few_pixels_conv.h): bfloat16 on VDPBF16PS
         # as the measured rate decides, never without AVX512_BF16.
+        pixels = "CPU: convolutions of at most 16 output pixels: "
         if {"avx512f", "avx512bw", "avx512vl", "avx2", "fma", "f16c"} <= flags:
-            self.assertRegex(lines[4], r"^CPU: convolutions of at most 16 output pixels: avx512 kernel streaming the "
-                                       r"weights once, bfloat16 (on VDPBF16PS|on VDPBF16PS below 16 pixels|"
-                                       r"widened to float32)$")
+            self.assertRegex(lines[4], r"^%savx512 kernel streaming the weights once, bfloat16 (on VDPBF16PS|"
+                                       r"on VDPBF16PS below 16 pixels|widened to float32)$" % pixels)
             if "avx512_bf16" not in flags:
                 self.assertTrue(lines[4].endswith("widened to float32"), lines[4])
+        elif {"avx2", "fma", "f16c"} <= flags:
+            self.assertEqual(lines[4], pixels + "avx2 kernel streaming the weights once, bfloat16 widened to float32")
         else:
-            self.assertEqual(lines[4], "CPU: convolutions of at most 16 output pixels: oneDNN's kernels (no AVX-512)")
+            self.assertEqual(lines[4], pixels + "oneDNN's kernels (no AVX2 with FMA and F16C)")
         # The Winograd convolutions (ops/conv/winograd_choice.h): oneDNN has them on AVX-512.
         winograd = ("oneDNN's Winograd kernels (ONNX_AMP_CONV_WINOGRAD=0 turns them off)"
                     if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags
@@ -296,7 +298,8 @@ class UsageTest(unittest.TestCase):
         self.assertIn("CPU: first layers of 1 to 4 channels: oneDNN's kernels (no AVX2 with FMA and F16C)", baseline)
         self.assertIn("(no AVX512_BF16)", baseline)
         self.assertIn("CPU: 3x3 stride-1 convolutions of 64+ channels: direct kernels", baseline)
-        self.assertIn("CPU: convolutions of at most 16 output pixels: oneDNN's kernels (no AVX-512)", baseline)
+        self.assertIn("CPU: convolutions of at most 16 output pixels: oneDNN's kernels (no AVX2 with FMA and F16C)",
+                      baseline)
         self.assertIn("CPU: ONNX_AMP_MAX_CPU_ISA=baseline: our kernels capped at baseline, oneDNN's at baseline too",
                       baseline)
         if {"avx2", "fma", "f16c"} <= cpu_flags():
@@ -304,7 +307,8 @@ class UsageTest(unittest.TestCase):
             self.assertIn("CPU: products of at most 4 rows: avx2 kernels streaming the weights once", avx2)
             self.assertIn("CPU: first layers of 1 to 4 channels: avx2 loops", avx2)
             self.assertIn("CPU: ONNX_AMP_MAX_CPU_ISA=avx2: our kernels capped at avx2, oneDNN's at avx2 too", avx2)
-            self.assertIn("CPU: convolutions of at most 16 output pixels: oneDNN's kernels (no AVX-512)", avx2)
+            self.assertIn("CPU: convolutions of at most 16 output pixels: avx2 kernel streaming the weights once, "
+                          "bfloat16 widened to float32", avx2)
         if {"avx512f", "avx512bw", "avx512vl", "avx2", "fma", "f16c"} <= cpu_flags():
             # Held below AVX512_BF16, bfloat16 is widened even where the CPU has the instruction.
             self.assertIn("CPU: convolutions of at most 16 output pixels: avx512 kernel streaming the weights once, "

@@ -1,12 +1,12 @@
 // Convolutions with at most 16 output pixels and constant weights run on the few-pixels
-// kernel (ops/conv/few_pixels_conv.h), which sums each output in float32 in (ky, kx,
-// in_channel) order, or on VDPBF16PS in pairs of that order, each pair's odd term first.
-// Checked bit for bit against those sums computed here one fused multiply-add at a time,
-// through a chain that reads and writes NCHW and channels-last values, with a fused
-// residual and Relu, strides, dilations, 1 x 1 kernels, pads on one side only and an odd
-// k, in float32, float16 and bfloat16; and against oneDNN's path, which sums in another
-// order. The VDPBF16PS kernel's float32 sums are checked before rounding too, where the
-// two orders differ.
+// kernels (ops/conv/few_pixels_conv.h, AVX-512 and AVX2), which sum each output in float32
+// in (ky, kx, in_channel) order, or on VDPBF16PS in pairs of that order, each pair's odd
+// term first. Checked bit for bit against those sums computed here one fused
+// multiply-add at a time, through a chain that reads and writes NCHW and channels-last
+// values, with a fused residual and Relu, strides, dilations, 1 x 1 kernels, pads on one
+// side only and an odd k, in float32, float16 and bfloat16; and against oneDNN's path,
+// which sums in another order. The VDPBF16PS kernel's float32 sums are checked before
+// rounding too, where the two orders differ.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
@@ -198,7 +198,9 @@ std::string CaseName(const std::tuple<DType, Geometry>& param) {
 class FewPixelsConvTest : public ::testing::TestWithParam<std::tuple<DType, Geometry>> {
  protected:
   void SetUp() override {
-    if (!FewPixelsConvSupported()) GTEST_SKIP() << "this CPU lacks AVX-512: the few-pixels kernel does not run";
+    if (!FewPixelsConvSupported()) {
+      GTEST_SKIP() << "this CPU lacks AVX2 with FMA and F16C: the few-pixels kernels do not run";
+    }
   }
 };
 
@@ -219,12 +221,20 @@ void ExpectChainBits(const Chain& chain) {
   }
 }
 
+// On each kernel the CPU has (AVX2's sums pixels in tiles over runs of k, AVX-512's all
+// at once): the same bits.
 TEST_P(FewPixelsConvTest, SumsInKOrderInEveryLayout) {
   const auto [dtype, geometry] = GetParam();
   // bfloat16 on the widening kernel here; on VDPBF16PS in FewPixelsBf16PairsTest.
   const testing::ScopedBf16Kernels widened(Bf16Kernels::kFloat32);
   std::mt19937_64 rng(61);
-  ExpectChainBits(MakeChain(dtype, geometry, rng));
+  const Chain chain = MakeChain(dtype, geometry, rng);
+  for (const FewRowsPath path : {FewRowsPath::kAvx512, FewRowsPath::kAvx2}) {
+    if (!FewRowsPathSupported(path)) continue;
+    SCOPED_TRACE(std::string(FewRowsPathName(path)) + " kernel");
+    const testing::ScopedFewRowsPath kernel(path);
+    ExpectChainBits(chain);
+  }
 }
 
 // oneDNN's path, which sums in its own order: within a rounding of the dtype per layer
@@ -270,15 +280,18 @@ INSTANTIATE_TEST_SUITE_P(
                                          Geometry{2, 2, 2, 1})),
     [](const ::testing::TestParamInfo<std::tuple<DType, Geometry>>& info) { return CaseName(info.param); });
 
+// The VDPBF16PS kernel runs on the AVX-512 path only.
+#define ONNX_AMP_SKIP_WITHOUT_PAIRS_KERNEL()                                                    \
+  if (!FewRowsPathSupported(FewRowsPath::kAvx512)) GTEST_SKIP() << "this CPU lacks AVX-512"; \
+  ONNX_AMP_SKIP_WITHOUT_NATIVE_BF16()
+
 class FewPixelsBf16PairsTest : public ::testing::TestWithParam<Geometry> {
  protected:
-  void SetUp() override {
-    if (!FewPixelsConvSupported()) GTEST_SKIP() << "this CPU lacks AVX-512: the few-pixels kernel does not run";
-    ONNX_AMP_SKIP_WITHOUT_NATIVE_BF16();
-  }
+  void SetUp() override { ONNX_AMP_SKIP_WITHOUT_PAIRS_KERNEL(); }
 };
 
 TEST_P(FewPixelsBf16PairsTest, SumsInPairsOddTermFirstInEveryLayout) {
+  const testing::ScopedFewRowsPath avx512(FewRowsPath::kAvx512);
   const testing::ScopedBf16Kernels native(Bf16Kernels::kNative);
   std::mt19937_64 rng(64);
   ExpectChainBits(MakeChain(DType::kBFloat16, GetParam(), rng, SumOrder::kPairsOddFirst));
@@ -294,10 +307,10 @@ INSTANTIATE_TEST_SUITE_P(Geometries, FewPixelsBf16PairsTest,
 // Which kernel a bfloat16 convolution takes shows in its result when the order of the
 // sums decides it: per output the products are 0, 2^30, -2^30 and 1 (k order). In k order
 // the 1 comes after the cancellation and survives; in pairs, odd term first, it is added
-// to 2^30 and lost: the result is 0.
+// to 2^30 and lost: the result is 0. Pairs on the AVX-512 path under the native setting
+// only; the AVX2 kernel always sums in k order.
 TEST(FewPixelsBf16Pairs, TakenUnderTheNativeSettingOnly) {
-  if (!FewPixelsConvSupported()) GTEST_SKIP() << "this CPU lacks AVX-512: the few-pixels kernel does not run";
-  ONNX_AMP_SKIP_WITHOUT_NATIVE_BF16();
+  ONNX_AMP_SKIP_WITHOUT_PAIRS_KERNEL();
   constexpr int64_t kChannels = 4, kSize = 4;
   const float big = std::ldexp(1.0f, 15);
   std::vector<float> x, w;
@@ -311,14 +324,19 @@ TEST(FewPixelsBf16Pairs, TakenUnderTheNativeSettingOnly) {
   *graph.add_output() = TensorValue("y", DType::kBFloat16, {1, kOutChannels, kSize, kSize});
   const onnx::ModelProto model = testing::MakeModel(graph);
   const Tensor input = FilledTensor(DType::kBFloat16, {1, kChannels, kSize, kSize}, std::vector<double>(x.begin(), x.end()));
-  for (const auto& [kernels, expected] : {std::pair{Bf16Kernels::kNative, 0.0}, std::pair{Bf16Kernels::kFloat32, 1.0}}) {
-    SCOPED_TRACE(std::string(Bf16KernelsName(kernels)));
-    const testing::ScopedBf16Kernels choice(kernels);
-    Expected<std::unique_ptr<Executor>> executor = Executor::Create(onnx::ModelProto(model), ExecutorOptions());
-    ASSERT_TRUE(executor.ok()) << executor.status().message();
-    const std::vector<double> y = AsDouble(Output(RunOk(**executor, {{"x", input}}), "y"));
-    ASSERT_EQ(y.size(), static_cast<size_t>(kOutChannels * kSize * kSize));
-    for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], expected) << "y[" << i << "]";
+  for (const FewRowsPath path : {FewRowsPath::kAvx512, FewRowsPath::kAvx2}) {
+    if (!FewRowsPathSupported(path)) continue;
+    const testing::ScopedFewRowsPath kernel(path);
+    for (const Bf16Kernels kernels : {Bf16Kernels::kNative, Bf16Kernels::kFloat32}) {
+      SCOPED_TRACE(std::string(FewRowsPathName(path)) + ", " + std::string(Bf16KernelsName(kernels)));
+      const testing::ScopedBf16Kernels choice(kernels);
+      const double expected = path == FewRowsPath::kAvx512 && kernels == Bf16Kernels::kNative ? 0.0 : 1.0;
+      Expected<std::unique_ptr<Executor>> executor = Executor::Create(onnx::ModelProto(model), ExecutorOptions());
+      ASSERT_TRUE(executor.ok()) << executor.status().message();
+      const std::vector<double> y = AsDouble(Output(RunOk(**executor, {{"x", input}}), "y"));
+      ASSERT_EQ(y.size(), static_cast<size_t>(kOutChannels * kSize * kSize));
+      for (size_t i = 0; i < y.size(); ++i) ASSERT_EQ(y[i], expected) << "y[" << i << "]";
+    }
   }
 }
 
@@ -332,8 +350,7 @@ uint16_t BFloat16Bits(float value) {
 // starts past the first: bit for bit the pair order, which differs from k order in some
 // of them (so the check tells the two apart), and the blocks outside the range untouched.
 TEST(FewPixelsBf16PairsKernel, SumsEachPairOddTermFirst) {
-  if (!FewPixelsConvSupported()) GTEST_SKIP() << "this CPU lacks AVX-512: the few-pixels kernel does not run";
-  ONNX_AMP_SKIP_WITHOUT_NATIVE_BF16();
+  ONNX_AMP_SKIP_WITHOUT_PAIRS_KERNEL();
   constexpr int64_t kDepth = 90, kBlocks = 3, kChannels = kBlocks * 16;
   std::mt19937_64 rng(65);
   std::vector<float> weights = Rounded(Uniform(rng, kChannels * kDepth, -1, 1), DType::kBFloat16);  // [oc][k]
