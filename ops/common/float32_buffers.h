@@ -2,6 +2,7 @@
 // for kernels that compute on whole float32 buffers (the fused gradients among them).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -11,12 +12,6 @@
 #include "runtime/exec/kernel.h"
 
 namespace onnx_amp {
-
-// Whole rows of a float16/bfloat16 tensor that a row-wise kernel (softmax, layer norm)
-// widens together, up to this many elements: short rows (attention over 32 keys, a
-// 64-wide hidden state) otherwise paid two conversion calls each, and the transformer
-// block's bfloat16 attention softmax ran at 1.4x the float32 one's time.
-inline constexpr int64_t kWidenedRowsElements = 4096;
 
 // values[0, n) = tensor[begin, begin + n) as float32 (float32, float16 or bfloat16 tensors).
 void LoadFloat32Block(const Tensor& tensor, int64_t begin, int64_t n, float* values);
@@ -37,6 +32,33 @@ void StoreFromFloat32Range(const float* values, Tensor& out, int64_t begin, int6
 // tensors, all made in one parallel pass (each pass ends in a barrier, and on a loaded
 // machine every barrier waits for a descheduled thread). Widening is exact.
 Expected<std::vector<Tensor>> Float32Copies(KernelContext& context, const std::vector<const Tensor*>& tensors);
+
+// Whole rows of a float16/bfloat16 tensor that ForEachFloat32Row widens together, up to
+// this many elements: short rows (attention over 32 keys, a 64-wide hidden state)
+// otherwise paid two conversion calls each, and the transformer block's bfloat16
+// attention softmax ran at 1.4x the float32 one's time.
+inline constexpr int64_t kWidenedRowsElements = 4096;
+
+// Calls row_fn(row, in, out) for the rows [begin, end) of `cols` values of `x`, for a
+// row-wise kernel (softmax, layer norm) that reads `in` and writes `out` as float32; `y`
+// (x's dtype and shape) gets the results. float32 rows are read from x and written into
+// y in place; float16/bfloat16 ones are widened whole rows at a time, up to
+// kWidenedRowsElements, `in` and `out` then the same float32 row, rounded into y once.
+template <typename RowFn>
+void ForEachFloat32Row(const Tensor& x, Tensor& y, int64_t cols, int64_t begin, int64_t end, RowFn&& row_fn) {
+  if (x.dtype() == DType::kFloat32) {
+    for (int64_t row = begin; row < end; ++row) row_fn(row, x.data<float>() + row * cols, y.data<float>() + row * cols);
+    return;
+  }
+  const int64_t rows_per_group = std::max<int64_t>(1, kWidenedRowsElements / std::max<int64_t>(cols, 1));
+  std::vector<float> rows(static_cast<size_t>(std::min(rows_per_group, end - begin) * cols));
+  for (int64_t first = begin; first < end; first += rows_per_group) {
+    const int64_t count = std::min(rows_per_group, end - first);
+    LoadFloat32Block(x, first * cols, count * cols, rows.data());
+    for (int64_t r = 0; r < count; ++r) row_fn(first + r, rows.data() + r * cols, rows.data() + r * cols);
+    StoreFloat32Block(rows.data(), first * cols, count * cols, y);
+  }
+}
 
 // out[0, count) = in[0, count) rounded once to `dtype` and widened back, what a Cast to
 // float32 of a float16/bfloat16 value holds; other dtypes copy. `in` may be `out`.

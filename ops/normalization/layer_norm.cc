@@ -70,27 +70,15 @@ Status RunLayerNorm(KernelContext& context, const Tensor& x, int64_t axis, doubl
       else inv_std_out->data<float>()[r] = static_cast<float>(inv_std);
     }
   };
-  // float32, float16 and bfloat16 rows go through the lane loop: float32 ones in place,
-  // low-precision ones widened in groups of whole rows (kWidenedRowsElements).
+  // float32, float16 and bfloat16 rows go through the lane loop (ForEachFloat32Row).
   constexpr bool kLaneRows = std::is_same_v<Acc, float>;
-  constexpr bool kWidened = kLaneRows && !std::is_same_v<T, float>;
-  const int64_t rows_per_group = kWidened ? std::max<int64_t>(1, kWidenedRowsElements / cols) : 1;
   context.threads().ParallelFor(rows, ItemsPerChunk(cols, 8192), [&](int64_t begin, int64_t end) {
     if constexpr (kLaneRows) {
-      std::vector<float> block(kWidened ? static_cast<size_t>(std::min(rows_per_group, end - begin) * cols) : 0);
-      for (int64_t first = begin; first < end; first += rows_per_group) {
-        const int64_t count = std::min(rows_per_group, end - first);
-        if constexpr (kWidened) LoadFloat32Block(x, first * cols, count * cols, block.data());
-        for (int64_t r = 0; r < count; ++r) {
-          float* row = kWidened ? block.data() + r * cols : nullptr;
-          const float* row_in = kWidened ? row : x.data<float>() + (first + r) * cols;
-          float* row_out = kWidened ? row : y.data<float>() + (first + r) * cols;
-          const LaneStatistics statistics = LaneMeanAndInvStd(row_in, cols, static_cast<float>(epsilon));
-          LaneNormalize(row_in, cols, statistics, scale.data(), bias.empty() ? nullptr : bias.data(), row_out);
-          store_statistics(first + r, statistics.mean, statistics.inv_std);
-        }
-        if constexpr (kWidened) StoreFloat32Block(block.data(), first * cols, count * cols, y);
-      }
+      ForEachFloat32Row(x, y, cols, begin, end, [&](int64_t r, const float* row_in, float* row_out) {
+        const LaneStatistics statistics = LaneMeanAndInvStd(row_in, cols, static_cast<float>(epsilon));
+        LaneNormalize(row_in, cols, statistics, scale.data(), bias.empty() ? nullptr : bias.data(), row_out);
+        store_statistics(r, statistics.mean, statistics.inv_std);
+      });
     } else {
       for (int64_t r = begin; r < end; ++r) {
         const T* row = in + r * cols;

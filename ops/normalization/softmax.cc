@@ -55,25 +55,12 @@ ONNX_AMP_CPU_CLONES void LaneSoftmaxRow(SoftmaxKind kind, const float* x, float*
   std::copy(tail, tail + (count - body), y + body);
 }
 
-// Softmax or LogSoftmax along the last axis of a float32, float16 or bfloat16 tensor:
-// float32 rows in place, float16 and bfloat16 ones widened into a buffer of whole rows.
+// Softmax or LogSoftmax along the last axis of a float32, float16 or bfloat16 tensor,
+// row by row (ForEachFloat32Row: float16/bfloat16 rows widened several at a time).
 void RunLaneSoftmax(KernelContext& context, const Tensor& x, const AxisView& v, SoftmaxKind kind, Tensor& y) {
-  const bool widened = x.dtype() != DType::kFloat32;
-  const int64_t rows_per_group = std::max<int64_t>(1, kWidenedRowsElements / v.count);
   context.threads().ParallelFor(v.outer, ItemsPerChunk(v.count, 4096), [&](int64_t begin, int64_t end) {
-    if (!widened) {
-      for (int64_t line = begin; line < end; ++line) {
-        LaneSoftmaxRow(kind, x.data<float>() + line * v.count, y.data<float>() + line * v.count, v.count);
-      }
-      return;
-    }
-    std::vector<float> rows(static_cast<size_t>(std::min(rows_per_group, end - begin) * v.count));
-    for (int64_t first = begin; first < end; first += rows_per_group) {
-      const int64_t count = std::min(rows_per_group, end - first);
-      LoadFloat32Block(x, first * v.count, count * v.count, rows.data());
-      for (int64_t r = 0; r < count; ++r) LaneSoftmaxRow(kind, rows.data() + r * v.count, rows.data() + r * v.count, v.count);
-      StoreFloat32Block(rows.data(), first * v.count, count * v.count, y);
-    }
+    ForEachFloat32Row(x, y, v.count, begin, end,
+                      [&](int64_t, const float* in, float* out) { LaneSoftmaxRow(kind, in, out, v.count); });
   });
 }
 
