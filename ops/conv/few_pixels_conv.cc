@@ -142,6 +142,17 @@ std::vector<Value> GatherRows(const FewPixelsConv& conv, const Extents& e, const
   return rows;
 }
 
+// A ParallelFor body running `kernel` on `args` over each chunk's blocks of channels.
+template <typename Args>
+std::function<void(int64_t, int64_t)> OverBlocks(const Args& args, void (*kernel)(const Args&)) {
+  return [args, kernel](int64_t begin, int64_t end) {
+    Args chunk = args;
+    chunk.block_begin = begin;
+    chunk.block_end = end;
+    kernel(chunk);
+  };
+}
+
 // Where output (pixel, channel) sits in a tensor of Y's shape stored NCHW or channels-last.
 int64_t OutputIndex(const Extents& e, int64_t pixel, int64_t channel, bool channels_last) {
   if (channels_last) return pixel * e.out_channels + channel;
@@ -202,26 +213,15 @@ Status RunFewPixelsConv(KernelContext& context, const FewPixelsConv& conv, const
   std::function<void(int64_t, int64_t)> run_blocks;
   if (pairs) {
     pair_rows = GatherRows(conv, e, static_cast<const uint16_t*>(conv.x->raw_data()), PairDepth(e));
-    const FewPixelsPairArgs args{pair_rows.data(), static_cast<int>(pixels), PairDepth(e),
-                                 static_cast<const uint16_t*>(packed), 0, 0, sums.data(), e.out_channels};
-    run_blocks = [args](int64_t begin, int64_t end) {
-      FewPixelsPairArgs chunk = args;
-      chunk.block_begin = begin;
-      chunk.block_end = end;
-      FewPixelsAvx512Bf16(chunk);
-    };
+    run_blocks = OverBlocks(FewPixelsPairArgs{pair_rows.data(), static_cast<int>(pixels), PairDepth(e),
+                                              static_cast<const uint16_t*>(packed), 0, 0, sums.data(), e.out_channels},
+                            FewPixelsAvx512Bf16);
   } else {
     const std::vector<float> wide = conv.x->dtype() == DType::kFloat32 ? std::vector<float>() : ToFloat32(*conv.x);
     rows = GatherRows(conv, e, wide.empty() ? conv.x->data<float>() : wide.data(), e.depth());
-    const FewPixelsArgs args{rows.data(), static_cast<int>(pixels), e.depth(), packed, conv.w->dtype(),
-                             0, 0, sums.data(), e.out_channels};
-    const auto kernel = CurrentFewRowsPath() == FewRowsPath::kAvx512 ? FewPixelsAvx512 : FewPixelsAvx2;
-    run_blocks = [args, kernel](int64_t begin, int64_t end) {
-      FewPixelsArgs chunk = args;
-      chunk.block_begin = begin;
-      chunk.block_end = end;
-      kernel(chunk);
-    };
+    run_blocks = OverBlocks(FewPixelsArgs{rows.data(), static_cast<int>(pixels), e.depth(), packed, conv.w->dtype(),
+                                          0, 0, sums.data(), e.out_channels},
+                            CurrentFewRowsPath() == FewRowsPath::kAvx512 ? FewPixelsAvx512 : FewPixelsAvx2);
   }
   ThreadPool& threads = context.threads();
   const double multiply_adds = static_cast<double>(pixels) * static_cast<double>(e.depth() * e.out_channels);
