@@ -8,8 +8,9 @@
 // (KernelContext::fused_addend) is added by a sum post-op before the activation, which
 // runs as fused_activation.h says. X, Y and the residual may be stored channels-last
 // (runtime/executor/plan_layouts.h): oneDNN then reads and writes them as they are.
-// 2-D convolutions with at most 16 output pixels and constant weights run on the
-// few-pixels kernel instead (few_pixels_conv.h): they are bound by reading the weights.
+// 2-D convolutions with at most 16 output pixels (or small ones of more) and constant
+// weights run on the few-pixels kernel instead (few_pixels_conv.h): they are bound by
+// reading the weights (or by oneDNN's per-call cost).
 // 3x3 stride-1 convolutions of many channels run on oneDNN's Winograd kernels
 // (winograd_choice.h). A float16/bfloat16 first layer (few input channels, a
 // channels-last Y) runs on a loop of its own that writes Y as stored (few_channels_conv.h).

@@ -123,6 +123,14 @@ std::vector<Value> GatherRows(const FewPixelsConv& conv, const Extents& e, const
         for (int64_t ky = 0; ky < e.kernel_h; ++ky) {
           const int64_t iy = oy * g.strides[0] - g.pads_begin[0] + ky * g.dilations[0];
           if (iy < 0 || iy >= e.height) continue;
+          const int64_t ix0 = ox * g.strides[1] - g.pads_begin[1];
+          if (conv.x_channels_last && g.dilations[1] == 1 && ix0 >= 0 && ix0 + e.kernel_w <= e.width) {
+            // The window's row of taps lies side by side in X: one copy.
+            const Value* taps = x + ((n * e.height + iy) * e.width + ix0) * e.in_channels;
+            std::memcpy(row + ky * e.kernel_w * e.in_channels, taps,
+                        static_cast<size_t>(e.kernel_w * e.in_channels) * sizeof(Value));
+            continue;
+          }
           for (int64_t kx = 0; kx < e.kernel_w; ++kx) {
             const int64_t ix = ox * g.strides[1] - g.pads_begin[1] + kx * g.dilations[1];
             if (ix < 0 || ix >= e.width) continue;
@@ -142,14 +150,22 @@ std::vector<Value> GatherRows(const FewPixelsConv& conv, const Extents& e, const
   return rows;
 }
 
-// A ParallelFor body running `kernel` on `args` over each chunk's blocks of channels.
+// A ParallelFor body running `kernel` on `args` over each chunk's blocks of channels, in
+// tiles of at most kFewPixelsMax pixels (their sums fill the registers) whose im2col rows
+// are `row_length` values apart; each tile reads the chunk's weights again, from cache
+// for the small convolutions that have more pixels than one tile.
 template <typename Args>
-std::function<void(int64_t, int64_t)> OverBlocks(const Args& args, void (*kernel)(const Args&)) {
-  return [args, kernel](int64_t begin, int64_t end) {
-    Args chunk = args;
-    chunk.block_begin = begin;
-    chunk.block_end = end;
-    kernel(chunk);
+std::function<void(int64_t, int64_t)> OverBlocks(const Args& args, int64_t row_length, void (*kernel)(const Args&)) {
+  return [args, row_length, kernel](int64_t begin, int64_t end) {
+    for (int first = 0; first < args.pixels; first += static_cast<int>(kFewPixelsMax)) {
+      Args tile = args;
+      tile.block_begin = begin;
+      tile.block_end = end;
+      tile.pixels = std::min(args.pixels - first, static_cast<int>(kFewPixelsMax));
+      tile.rows = args.rows + first * row_length;
+      tile.sums = args.sums + first * args.sums_stride;
+      kernel(tile);
+    }
   };
 }
 
@@ -178,7 +194,14 @@ bool TakesFewPixels(KernelContext& context, const FewPixelsConv& conv) {
     return false;
   }
   const Extents e = ExtentsOf(conv);
-  return e.pixels() >= 1 && e.pixels() <= kFewPixelsMax && e.out_channels % kBlock == 0 && e.depth() > 0;
+  return FewPixelsSizeFits(e.pixels(), e.depth(), e.out_channels) && e.out_channels % kBlock == 0;
+}
+
+bool FewPixelsSizeFits(int64_t pixels, int64_t depth, int64_t out_channels) {
+  if (pixels < 1 || depth < 1) return false;
+  if (pixels <= kFewPixelsMax) return true;
+  const double multiply_adds = static_cast<double>(pixels) * static_cast<double>(depth * out_channels);
+  return multiply_adds <= kSmallConvMultiplyAdds && depth >= kSmallConvMinDepth;
 }
 
 bool FewPixelsSumsBf16Pairs(int64_t pixels, int64_t weights) {
@@ -189,7 +212,8 @@ bool FewPixelsSumsBf16Pairs(int64_t pixels, int64_t weights) {
 }
 
 std::string DescribeFewPixelsConv() {
-  const std::string convolutions = "convolutions of at most " + std::to_string(kFewPixelsMax) + " output pixels: ";
+  const std::string convolutions = "convolutions of at most " + std::to_string(kFewPixelsMax) + " output pixels or " +
+                                   std::to_string(static_cast<int64_t>(kSmallConvMultiplyAdds)) + " multiply-adds: ";
   if (!FewPixelsConvSupported()) return convolutions + "oneDNN's kernels (no AVX2 with FMA and F16C)";
   // Any weight count: the choice depends on the rows per weight, the pixels.
   const std::string bf16 = FewPixelsSumsBf16Pairs(kFewPixelsMax, 1)    ? "on VDPBF16PS"
@@ -215,13 +239,13 @@ Status RunFewPixelsConv(KernelContext& context, const FewPixelsConv& conv, const
     pair_rows = GatherRows(conv, e, static_cast<const uint16_t*>(conv.x->raw_data()), PairDepth(e));
     run_blocks = OverBlocks(FewPixelsPairArgs{pair_rows.data(), static_cast<int>(pixels), PairDepth(e),
                                               static_cast<const uint16_t*>(packed), 0, 0, sums.data(), e.out_channels},
-                            FewPixelsAvx512Bf16);
+                            PairDepth(e), FewPixelsAvx512Bf16);
   } else {
     const std::vector<float> wide = conv.x->dtype() == DType::kFloat32 ? std::vector<float>() : ToFloat32(*conv.x);
     rows = GatherRows(conv, e, wide.empty() ? conv.x->data<float>() : wide.data(), e.depth());
     run_blocks = OverBlocks(FewPixelsArgs{rows.data(), static_cast<int>(pixels), e.depth(), packed, conv.w->dtype(),
                                           0, 0, sums.data(), e.out_channels},
-                            CurrentFewRowsPath() == FewRowsPath::kAvx512 ? FewPixelsAvx512 : FewPixelsAvx2);
+                            e.depth(), CurrentFewRowsPath() == FewRowsPath::kAvx512 ? FewPixelsAvx512 : FewPixelsAvx2);
   }
   ThreadPool& threads = context.threads();
   const double multiply_adds = static_cast<double>(pixels) * static_cast<double>(e.depth() * e.out_channels);
@@ -235,6 +259,21 @@ Status RunFewPixelsConv(KernelContext& context, const FewPixelsConv& conv, const
   const float* addend = conv.addend == nullptr ? nullptr
                         : residual.empty()     ? conv.addend->data<float>()
                                                : residual.data();
+  if (conv.y_channels_last && (addend == nullptr || conv.addend_channels_last)) {
+    // Y's order is the sums' own: finish them in place.
+    for (int64_t pixel = 0; pixel < pixels; ++pixel) {
+      float* row = sums.data() + pixel * e.out_channels;
+      if (!conv.bias.empty()) {
+        for (int64_t channel = 0; channel < e.out_channels; ++channel) row[channel] += conv.bias[channel];
+      }
+      if (addend != nullptr) {
+        const float* add = addend + pixel * e.out_channels;
+        for (int64_t channel = 0; channel < e.out_channels; ++channel) row[channel] += add[channel];
+      }
+    }
+    StoreWithActivation(sums.data(), *conv.y, activation, threads);
+    return Status::Ok();
+  }
   std::vector<float> values(sums.size());
   for (int64_t pixel = 0; pixel < pixels; ++pixel) {
     for (int64_t channel = 0; channel < e.out_channels; ++channel) {

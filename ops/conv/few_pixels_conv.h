@@ -6,7 +6,10 @@
 // ([out_channels / 16][k][16], k running over (ky, kx, in_channel), in the weights' own
 // dtype), gathers the input into im2col rows, and keeps every output pixel's 16 sums in
 // registers while a block of weights streams past once, prefetched ahead (on AVX2, whose
-// registers hold 6 pixels' sums, in tiles of pixels over runs of k kept in cache).
+// registers hold 6 pixels' sums, in tiles of pixels over runs of k kept in cache). Small
+// convolutions of more pixels (kSmallConvMultiplyAdds) run tile by tile, 16 pixels at a
+// time, each tile reading the weights again from cache: for them oneDNN's per-call cost,
+// not the arithmetic, is what a run pays.
 //
 // Every sum accumulates in float32 in k order whichever thread computes it; float16 and
 // bfloat16 operands are widened exactly first. Where a bfloat16 convolution takes the
@@ -36,6 +39,17 @@ namespace onnx_amp {
 // one vector of sums per pixel stays in a register. With more pixels oneDNN's blocked
 // kernels reuse each weight enough to win (measured at 64 pixels).
 inline constexpr int64_t kFewPixelsMax = 16;
+
+// Convolutions of more pixels take the path too, in tiles of kFewPixelsMax pixels, while
+// they are this small: their weights then fit in cache, so each tile reads them from
+// there, and oneDNN's call costs more than its kernels save (a first run after a pause,
+// on a bundled CNN's 16 -> 32 channels at 14 x 14 pixels: about 60 us against 13 us for
+// the same call back to back).
+inline constexpr double kSmallConvMultiplyAdds = 2e6;
+// ... and while each output sums at least this many products: shorter sums (a first layer
+// on 1 to 3 image channels) would not pay for a tile's set-up, and have loops of their
+// own (few_channels_conv.h).
+inline constexpr int64_t kSmallConvMinDepth = 32;
 
 // One kernel call: sums[i][16 * b + j] = sum over kk of rows[i][kk] * block b's weight
 // (kk, j), for pixels i < pixels and blocks b in [block_begin, block_end).
@@ -95,6 +109,10 @@ struct FewPixelsConv {
 };
 
 bool TakesFewPixels(KernelContext& context, const FewPixelsConv& conv);
+
+// The part of TakesFewPixels that depends on the size alone: `pixels` output pixels
+// (batch x height x width), each channel's sum of `depth` products (k), `out_channels`.
+bool FewPixelsSizeFits(int64_t pixels, int64_t depth, int64_t out_channels);
 
 // Computes y = act(((conv + bias) + addend)) with `activation`, packing W on first use.
 Status RunFewPixelsConv(KernelContext& context, const FewPixelsConv& conv, const FusedActivation& activation);

@@ -256,7 +256,7 @@ class UsageTest(unittest.TestCase):
         self.assertEqual(lines[3], "CPU: first layers of 1 to 4 channels: " + first_layers)
         # The few-pixels convolutions (ops/conv/few_pixels_conv.h): bfloat16 on VDPBF16PS
         # as the measured rate decides, never without AVX512_BF16.
-        pixels = "CPU: convolutions of at most 16 output pixels: "
+        pixels = "CPU: convolutions of at most 16 output pixels or 2000000 multiply-adds: "
         if {"avx512f", "avx512bw", "avx512vl", "avx2", "fma", "f16c"} <= flags:
             self.assertRegex(lines[4], r"^%savx512 kernel streaming the weights once, bfloat16 (on VDPBF16PS|"
                                        r"on VDPBF16PS below 16 pixels|widened to float32)$" % pixels)
@@ -298,8 +298,8 @@ class UsageTest(unittest.TestCase):
         self.assertIn("CPU: first layers of 1 to 4 channels: oneDNN's kernels (no AVX2 with FMA and F16C)", baseline)
         self.assertIn("(no AVX512_BF16)", baseline)
         self.assertIn("CPU: 3x3 stride-1 convolutions of 64+ channels: direct kernels", baseline)
-        self.assertIn("CPU: convolutions of at most 16 output pixels: oneDNN's kernels (no AVX2 with FMA and F16C)",
-                      baseline)
+        self.assertIn("CPU: convolutions of at most 16 output pixels or 2000000 multiply-adds: oneDNN's kernels "
+                      "(no AVX2 with FMA and F16C)", baseline)
         self.assertIn("CPU: ONNX_AMP_MAX_CPU_ISA=baseline: our kernels capped at baseline, oneDNN's at baseline too",
                       baseline)
         if {"avx2", "fma", "f16c"} <= cpu_flags():
@@ -307,12 +307,12 @@ class UsageTest(unittest.TestCase):
             self.assertIn("CPU: products of at most 4 rows: avx2 kernels streaming the weights once", avx2)
             self.assertIn("CPU: first layers of 1 to 4 channels: avx2 loops", avx2)
             self.assertIn("CPU: ONNX_AMP_MAX_CPU_ISA=avx2: our kernels capped at avx2, oneDNN's at avx2 too", avx2)
-            self.assertIn("CPU: convolutions of at most 16 output pixels: avx2 kernel streaming the weights once, "
-                          "bfloat16 widened to float32", avx2)
+            self.assertIn("CPU: convolutions of at most 16 output pixels or 2000000 multiply-adds: avx2 kernel "
+                          "streaming the weights once, bfloat16 widened to float32", avx2)
         if {"avx512f", "avx512bw", "avx512vl", "avx2", "fma", "f16c"} <= cpu_flags():
             # Held below AVX512_BF16, bfloat16 is widened even where the CPU has the instruction.
-            self.assertIn("CPU: convolutions of at most 16 output pixels: avx512 kernel streaming the weights once, "
-                          "bfloat16 widened to float32", version("avx512").stdout)
+            self.assertIn("CPU: convolutions of at most 16 output pixels or 2000000 multiply-adds: avx512 kernel "
+                          "streaming the weights once, bfloat16 widened to float32", version("avx512").stdout)
         own = version("avx2", ONEDNN_MAX_CPU_ISA="AVX512_CORE").stdout
         self.assertIn("oneDNN's by ONEDNN_MAX_CPU_ISA=AVX512_CORE", own)
         bad = version("avx9")

@@ -1,5 +1,5 @@
-// Convolutions with at most 16 output pixels and constant weights run on the few-pixels
-// kernels (ops/conv/few_pixels_conv.h, AVX-512 and AVX2), which sum each output in float32
+// Convolutions with at most 16 output pixels (or small ones of more, in tiles of 16) and
+// constant weights run on the few-pixels kernels (ops/conv/few_pixels_conv.h, AVX-512 and AVX2), which sum each output in float32
 // in (ky, kx, in_channel) order, or on VDPBF16PS in pairs of that order, each pair's odd
 // term first. Checked bit for bit against those sums computed here one fused
 // multiply-add at a time, through a chain that reads and writes NCHW and channels-last
@@ -151,12 +151,13 @@ struct Chain {
 // dilation d) -> Add(., c) -> Relu -> y;  y -> D (2 x 2, padded before only) -> z. In a channels-last plan h,
 // c and y are stored channels-last (each is read by Convs only), so the kernel gathers
 // channels-last X, adds a channels-last residual and writes channels-last Y.
-Chain MakeChain(DType dtype, const Geometry& geometry, std::mt19937_64& rng, SumOrder order = SumOrder::kSequential) {
+Chain MakeChain(DType dtype, const Geometry& geometry, std::mt19937_64& rng, SumOrder order = SumOrder::kSequential,
+                int64_t width = kWide) {
   const auto [batch, size, stride, dilation] = geometry;
-  const Conv2d a = RandomConv(rng, dtype, kWide, kInChannels, 3, 1, 1, 1, 1);
-  const Conv2d c = RandomConv(rng, dtype, kWide, kWide, 1, stride, 0, 1, 0);
-  const Conv2d b = RandomConv(rng, dtype, kWide, kWide, 3, stride, dilation, dilation, dilation);
-  const Conv2d d = RandomConv(rng, dtype, kOutChannels, kWide, 2, 1, 1, 1, 0);  // pads only before
+  const Conv2d a = RandomConv(rng, dtype, width, kInChannels, 3, 1, 1, 1, 1);
+  const Conv2d c = RandomConv(rng, dtype, width, width, 1, stride, 0, 1, 0);
+  const Conv2d b = RandomConv(rng, dtype, width, width, 3, stride, dilation, dilation, dilation);
+  const Conv2d d = RandomConv(rng, dtype, kOutChannels, width, 2, 1, 1, 1, 0);  // pads only before
   const int64_t mid = b.OutSize(size);
   Chain chain;
   const std::vector<float> xv = Rounded(Uniform(rng, static_cast<size_t>(batch * kInChannels * size * size), -1, 1), dtype);
@@ -280,6 +281,59 @@ INSTANTIATE_TEST_SUITE_P(
                                          Geometry{2, 2, 2, 1})),
     [](const ::testing::TestParamInfo<std::tuple<DType, Geometry>>& info) { return CaseName(info.param); });
 
+// Small convolutions of more pixels than one tile (kSmallConvMultiplyAdds): the chain
+// 32 channels wide, whose layers all stay under that many multiply-adds and sum at least
+// kSmallConvMinDepth products, on 7 x 7 and 6 x 6 images, so tiles of 16 pixels end
+// short and cross images. The same bits as in one tile, on every kernel the CPU has, and
+// in pairs on VDPBF16PS (FewPixelsBf16PairsTilesTest).
+constexpr int64_t kTiledWidth = 32;
+// 49 pixels, then 16 (stride 2); 72 pixels in every layer (batch 2, dilation 2).
+const Geometry kTiledGeometries[] = {Geometry{1, 7, 2, 1}, Geometry{2, 6, 1, 2}};
+
+class FewPixelsTilesTest : public FewPixelsConvTest {};
+
+// Which sizes take the path: one tile's worth of pixels whatever the work; more pixels
+// while the convolution is small and its sums not short. Every layer of the tiled chains
+// is such a one (oneDNN sums these layers in the same order, so only this shows the path).
+TEST(FewPixelsSize, TakesSmallConvolutionsOfManyPixels) {
+  EXPECT_TRUE(FewPixelsSizeFits(16, 4608, 512));    // ResNet-18's last stage at batch 1
+  EXPECT_FALSE(FewPixelsSizeFits(17, 4608, 512));   // 40M multiply-adds
+  EXPECT_TRUE(FewPixelsSizeFits(196, 144, 32));     // the bundled CNN's second layer at batch 1
+  EXPECT_FALSE(FewPixelsSizeFits(6272, 144, 32));   // ... at batch 32
+  EXPECT_FALSE(FewPixelsSizeFits(784, 9, 16));      // its first layer: sums of 9 products
+  EXPECT_TRUE(FewPixelsSizeFits(3, 9, 16));         // short sums but one tile
+  EXPECT_FALSE(FewPixelsSizeFits(0, 9, 16));
+  for (const Geometry& geometry : kTiledGeometries) {
+    const auto [batch, size, stride, dilation] = geometry;
+    const int64_t mid = (size - 1) / stride + 1;  // C and B: same-padded, strided
+    const int64_t inner = kTiledWidth * 9;
+    EXPECT_TRUE(FewPixelsSizeFits(batch * size * size, kInChannels * 9, kTiledWidth));  // A
+    EXPECT_TRUE(FewPixelsSizeFits(batch * mid * mid, kTiledWidth, kTiledWidth));        // C
+    EXPECT_TRUE(FewPixelsSizeFits(batch * mid * mid, inner, kTiledWidth));              // B
+    EXPECT_TRUE(FewPixelsSizeFits(batch * mid * mid, kTiledWidth * 4, kOutChannels));   // D
+    EXPECT_GT(batch * size * size, kFewPixelsMax);
+  }
+}
+
+TEST_P(FewPixelsTilesTest, SumsInKOrderAcrossTiles) {
+  const auto [dtype, geometry] = GetParam();
+  const testing::ScopedBf16Kernels widened(Bf16Kernels::kFloat32);
+  std::mt19937_64 rng(65);
+  const Chain chain = MakeChain(dtype, geometry, rng, SumOrder::kSequential, kTiledWidth);
+  for (const FewRowsPath path : {FewRowsPath::kAvx512, FewRowsPath::kAvx2}) {
+    if (!FewRowsPathSupported(path)) continue;
+    SCOPED_TRACE(std::string(FewRowsPathName(path)) + " kernel");
+    const testing::ScopedFewRowsPath kernel(path);
+    ExpectChainBits(chain);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    DtypesAndGeometries, FewPixelsTilesTest,
+    ::testing::Combine(::testing::Values(DType::kFloat32, DType::kFloat16, DType::kBFloat16),
+                       ::testing::Values(kTiledGeometries[0], kTiledGeometries[1])),
+    [](const ::testing::TestParamInfo<std::tuple<DType, Geometry>>& info) { return CaseName(info.param); });
+
 // The VDPBF16PS kernel runs on the AVX-512 path only.
 #define ONNX_AMP_SKIP_WITHOUT_PAIRS_KERNEL()                                                    \
   if (!FewRowsPathSupported(FewRowsPath::kAvx512)) GTEST_SKIP() << "this CPU lacks AVX-512"; \
@@ -300,6 +354,21 @@ TEST_P(FewPixelsBf16PairsTest, SumsInPairsOddTermFirstInEveryLayout) {
 INSTANTIATE_TEST_SUITE_P(Geometries, FewPixelsBf16PairsTest,
                          ::testing::Values(Geometry{1, 4, 1, 1}, Geometry{1, 4, 2, 1}, Geometry{1, 3, 1, 2},
                                            Geometry{2, 2, 2, 1}),
+                         [](const ::testing::TestParamInfo<Geometry>& info) {
+                           return CaseName({DType::kBFloat16, info.param});
+                         });
+
+class FewPixelsBf16PairsTilesTest : public FewPixelsBf16PairsTest {};
+
+TEST_P(FewPixelsBf16PairsTilesTest, SumsInPairsAcrossTiles) {
+  const testing::ScopedFewRowsPath avx512(FewRowsPath::kAvx512);
+  const testing::ScopedBf16Kernels native(Bf16Kernels::kNative);
+  std::mt19937_64 rng(66);
+  ExpectChainBits(MakeChain(DType::kBFloat16, GetParam(), rng, SumOrder::kPairsOddFirst, kTiledWidth));
+}
+
+INSTANTIATE_TEST_SUITE_P(Geometries, FewPixelsBf16PairsTilesTest,
+                         ::testing::Values(kTiledGeometries[0], kTiledGeometries[1]),
                          [](const ::testing::TestParamInfo<Geometry>& info) {
                            return CaseName({DType::kBFloat16, info.param});
                          });
