@@ -30,20 +30,54 @@ ONNX_AMP_FEW_ROWS_TARGET float ScalarWeight(const void* w, int64_t index) {
   }
 }
 
+// The last columns of RowsTimesWeightRows, fewer than a vector: y[i][n] for n in [n, end)
+// summed in k order in the lanes of one vector per row, held in registers. Each row of B
+// is read a whole vector wide from column n on, past `end` into the next row (those lanes'
+// sums are dropped), which stays inside B for every row but the last ones; those rows
+// are added one product at a time, still in k order.
+template <typename Vec, int kRows, DType kDtype>
+ONNX_AMP_FEW_ROWS_TARGET void RowsTimesWeightRowsTail(const FewRowsArgs& args, int64_t n) {
+  const int64_t lanes = Vec::kLanes, end = args.n_end, k = args.k;
+  // Row kk's vector ends at kk * k_stride + n + lanes; B holds at least
+  // (k - 1) * k_stride + end values.
+  int64_t whole_rows = 0;
+  if (args.w_k_stride > 0) {
+    const int64_t past = n + lanes - end;  // values read past row k - 1's last column
+    whole_rows = std::clamp<int64_t>(k - (past + args.w_k_stride - 1) / args.w_k_stride, 0, k);
+  }
+  typename Vec::Type acc[kRows];
+  for (int i = 0; i < kRows; ++i) acc[i] = Vec::Zero();
+  for (int64_t kk = 0; kk < whole_rows; ++kk) {
+    const auto weights = Vec::template Widen<kDtype>(args.w, kk * args.w_k_stride + n);
+    for (int i = 0; i < kRows; ++i) acc[i] = Vec::Fma(Vec::Splat(args.a[i * k + kk]), weights, acc[i]);
+  }
+  float sums[kRows][Vec::kLanes];
+  for (int i = 0; i < kRows; ++i) Vec::Store(sums[i], acc[i]);
+  for (int64_t column = n; column < end; ++column) {
+    for (int i = 0; i < kRows; ++i) {
+      float y = sums[i][column - n];
+      for (int64_t kk = whole_rows; kk < k; ++kk) {
+        y = std::fma(args.a[i * k + kk], ScalarWeight<kDtype>(args.w, kk * args.w_k_stride + column), y);
+      }
+      args.y[i * args.y_stride + column] = y;
+    }
+  }
+}
+
 // B's rows contiguous along n (B[k][n] at k * k_stride + n): y[i][n] += a[i][k] * B[k][n]
 // for k in order, four rows of B per sweep over the columns, so each column's sum runs
-// in k order in every lane and in the scalar tail alike.
+// in k order in every lane, the last columns' too (RowsTimesWeightRowsTail).
 template <typename Vec, int kRows, DType kDtype>
 ONNX_AMP_FEW_ROWS_TARGET void RowsTimesWeightRows(const FewRowsArgs& args) {
   const int64_t lanes = Vec::kLanes;
   const int64_t begin = args.n_begin, end = args.n_end;
+  const int64_t vector_end = begin + (end - begin) / lanes * lanes;
   for (int i = 0; i < kRows; ++i) {
-    for (int64_t n = begin; n < end; ++n) args.y[i * args.y_stride + n] = 0.0f;
+    for (int64_t n = begin; n < vector_end; ++n) args.y[i * args.y_stride + n] = 0.0f;
   }
   for (int64_t k0 = 0; k0 < args.k; k0 += 4) {
     const int64_t depth = std::min<int64_t>(4, args.k - k0);
-    int64_t n = begin;
-    for (; n + lanes <= end; n += lanes) {
+    for (int64_t n = begin; n < vector_end; n += lanes) {
       typename Vec::Type acc[kRows];
       for (int i = 0; i < kRows; ++i) acc[i] = Vec::Load(args.y + i * args.y_stride + n);
       for (int64_t kk = 0; kk < depth; ++kk) {
@@ -52,16 +86,8 @@ ONNX_AMP_FEW_ROWS_TARGET void RowsTimesWeightRows(const FewRowsArgs& args) {
       }
       for (int i = 0; i < kRows; ++i) Vec::Store(args.y + i * args.y_stride + n, acc[i]);
     }
-    for (; n < end; ++n) {
-      for (int64_t kk = 0; kk < depth; ++kk) {
-        const float weight = ScalarWeight<kDtype>(args.w, (k0 + kk) * args.w_k_stride + n);
-        for (int i = 0; i < kRows; ++i) {
-          float& y = args.y[i * args.y_stride + n];
-          y = std::fma(args.a[i * args.k + k0 + kk], weight, y);
-        }
-      }
-    }
   }
+  if (vector_end < end) RowsTimesWeightRowsTail<Vec, kRows, kDtype>(args, vector_end);
 }
 
 // B's columns contiguous along k (B[k][n] at n * n_stride + k, a transposed weight):
