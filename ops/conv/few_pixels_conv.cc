@@ -259,28 +259,26 @@ Status RunFewPixelsConv(KernelContext& context, const FewPixelsConv& conv, const
   const float* addend = conv.addend == nullptr ? nullptr
                         : residual.empty()     ? conv.addend->data<float>()
                                                : residual.data();
-  if (conv.y_channels_last && (addend == nullptr || conv.addend_channels_last)) {
-    // Y's order is the sums' own: finish them in place.
-    for (int64_t pixel = 0; pixel < pixels; ++pixel) {
-      float* row = sums.data() + pixel * e.out_channels;
-      if (!conv.bias.empty()) {
-        for (int64_t channel = 0; channel < e.out_channels; ++channel) row[channel] += conv.bias[channel];
-      }
-      if (addend != nullptr) {
-        const float* add = addend + pixel * e.out_channels;
-        for (int64_t channel = 0; channel < e.out_channels; ++channel) row[channel] += add[channel];
+  // ((sum + bias) + addend), finished in place in the sums' own (channels-last) order.
+  for (int64_t pixel = 0; pixel < pixels; ++pixel) {
+    float* row = sums.data() + pixel * e.out_channels;
+    if (!conv.bias.empty()) {
+      for (int64_t channel = 0; channel < e.out_channels; ++channel) row[channel] += conv.bias[channel];
+    }
+    if (addend != nullptr) {
+      for (int64_t channel = 0; channel < e.out_channels; ++channel) {
+        row[channel] += addend[OutputIndex(e, pixel, channel, conv.addend_channels_last)];
       }
     }
+  }
+  if (conv.y_channels_last) {
     StoreWithActivation(sums.data(), *conv.y, activation, threads);
     return Status::Ok();
   }
   std::vector<float> values(sums.size());
   for (int64_t pixel = 0; pixel < pixels; ++pixel) {
     for (int64_t channel = 0; channel < e.out_channels; ++channel) {
-      float value = sums[pixel * e.out_channels + channel];
-      if (!conv.bias.empty()) value += conv.bias[channel];
-      if (addend != nullptr) value += addend[OutputIndex(e, pixel, channel, conv.addend_channels_last)];
-      values[OutputIndex(e, pixel, channel, conv.y_channels_last)] = value;
+      values[OutputIndex(e, pixel, channel, false)] = sums[pixel * e.out_channels + channel];
     }
   }
   StoreWithActivation(values.data(), *conv.y, activation, threads);
