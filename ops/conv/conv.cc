@@ -307,16 +307,32 @@ Status ConvCpu(KernelContext& context) {
   Shape y_shape{s.batch, s.out_channels};
   y_shape.insert(y_shape.end(), s.window.out.begin(), s.window.out.end());
   const DType dtype = x->dtype();
-  ONNX_AMP_ASSIGN_OR_RETURN(Tensor * y, context.AllocateOutput(0, dtype, y_shape));
-  if (y->num_elements() == 0) return Status::Ok();
-  if (x->num_elements() == 0) return context.Error(ErrorCode::kInvalidModel, "empty input with a non-empty output");
-
   const FusedActivation activation = context.fused_activation();
   const Tensor* addend = context.fused_addend();
   ConvLayouts layouts;
   layouts.x = context.input_channels_last(0);
   layouts.y = context.output_channels_last(0);
   layouts.addend = context.fused_addend_channels_last();
+  // A MaxPool folded in (KernelContext::pools_output): the plan folds one only where the
+  // first-layer loops pool Y (FewChannelsConvPoolsOutput).
+  const bool pooled = context.pools_output();
+  if (pooled) {
+    if (addend != nullptr || !layouts.y || s.window.rank() != 2 || !FewChannelsConvPoolsOutput(*w, s.group)) {
+      return context.Error(ErrorCode::kInternal, "the MaxPool folded into this Conv needs the first-layer loops");
+    }
+    y_shape[2] /= 2;
+    y_shape[3] /= 2;
+  }
+  ONNX_AMP_ASSIGN_OR_RETURN(Tensor * y, context.AllocateOutput(0, dtype, y_shape));
+  if (y->num_elements() == 0) return Status::Ok();
+  if (x->num_elements() == 0) return context.Error(ErrorCode::kInvalidModel, "empty input with a non-empty output");
+  if (pooled) {
+    std::vector<float> bias;
+    if (b != nullptr) bias = ToFloat32(*b);
+    const Status status =
+        FewChannelsConv(context, *x, layouts.x, *w, b ? bias.data() : nullptr, s.window, activation, true, *y);
+    return status.ok() ? status : context.Error(status.code(), status.message());
+  }
   if (addend != nullptr && (addend->dtype() != dtype || addend->shape() != y_shape)) {
     return context.Error(ErrorCode::kInvalidModel, "the residual added to the output is " +
                                                        std::string(DTypeName(addend->dtype())) +
@@ -346,7 +362,7 @@ Status ConvCpu(KernelContext& context) {
   const void* w_data = w->raw_data();
   const dnn::WeightsSource w_source{[w_data] { return w_data; }, packed, w_data};
   if (addend == nullptr && TakesFewChannelsConv(dtype, x->shape(), w->shape(), s.group, layouts.y, s.window)) {
-    const Status status = FewChannelsConv(context, *x, layouts.x, *w, bias_data, s.window, activation, *y);
+    const Status status = FewChannelsConv(context, *x, layouts.x, *w, bias_data, s.window, activation, false, *y);
     return status.ok() ? status : context.Error(status.code(), status.message());
   }
   if (dtype == DType::kFloat32) {

@@ -1,5 +1,6 @@
 // Registers the CPU kernels of the ops/conv family.
 #include "ops/conv/conv_kernels.h"
+#include "ops/conv/few_channels_conv.h"
 #include "ops/cpu_kernels.h"
 #include "ops/kernel_registry.h"
 #include "runtime/core/onnx_domain.h"
@@ -7,10 +8,12 @@
 namespace onnx_amp {
 
 void RegisterConvCpuKernels(KernelRegistry& registry) {
-  // Conv applies a fused activation (KernelDef::fuses_activation). The convolutions, max
-  // pools and their gradients take channels-last activations (runtime/executor/plan_layouts.h).
+  // Conv applies a fused activation (KernelDef::fuses_activation), and a first layer's
+  // max pool on its loops (KernelDef::pools_output). The convolutions, max pools and their
+  // gradients take channels-last activations (runtime/executor/plan_layouts.h).
   KernelDef conv{"", "Conv", DeviceKind::kCpu, &ConvCpu};
   conv.fuses_activation = true;
+  conv.pools_output = &FewChannelsConvPoolsOutput;
   conv.channels_last = {.any_order_inputs = 1u << 0, .output = ChannelsLastOutput::kAnyOrder};
   registry.Register(conv);
   registry.Register({"", "ConvTranspose", DeviceKind::kCpu, &ConvTransposeCpu});

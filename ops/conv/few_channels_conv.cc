@@ -9,6 +9,7 @@
 #include "ops/common/float32_buffers.h"
 #include "ops/common/float_vec_isa.h"
 #include "ops/conv/few_channels_loops.h"
+#include "ops/conv/pool_2d.h"
 #include "runtime/exec/thread_pool.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -32,16 +33,16 @@ std::atomic<FewChannelsPath>& Setting() {
   return setting;
 }
 
-// The loops of the current path and its block of maps.
+// The loops of a path and its block of maps.
 struct Loops {
   int64_t lanes = 0;
   void (*sum_row)(const FewChannelsRow&) = nullptr;
   void (*add_image)(DType, const FewChannelsImage&, int64_t) = nullptr;
 };
 
-Loops CurrentLoops() {
+Loops LoopsOf(FewChannelsPath path) {
 #if ONNX_AMP_FEW_CHANNELS_X86
-  if (CurrentFewChannelsPath() == FewChannelsPath::kAvx512) {
+  if (path == FewChannelsPath::kAvx512) {
     return {kFewChannelsLanesAvx512, FewChannelsSumRowAvx512, FewChannelsAddImageAvx512};
   }
   return {kFewChannelsLanesAvx2, FewChannelsSumRowAvx2, FewChannelsAddImageAvx2};
@@ -50,20 +51,32 @@ Loops CurrentLoops() {
 #endif
 }
 
+// The order a path's forward sums each output in: that of oneDNN's direct kernel for the
+// same instruction set, which runs the layer when Y is NCHW, so that plan gets the same
+// float32 sums. AVX-512: from zero over the taps in (KH, KW, C) order, then the bias;
+// AVX2: from the bias over the taps in W's (C, KH, KW) order.
+bool SumsBiasLast(FewChannelsPath path) { return path == FewChannelsPath::kAvx512; }
+
 // X's images widened one at a time into a buffer of [C, PH, PW] floats whose pads stay
-// zero, and where each window tap reads from a window's corner in it.
+// zero, and where each window tap reads from a window's corner in it, the taps in the
+// path's order.
 struct PaddedImage {
   int64_t channels = 0, height = 0, width = 0, pad_top = 0, pad_left = 0, padded_h = 0, padded_w = 0;
-  std::vector<int64_t> tap_offsets;  // in the order of W's [C, KH, KW] weights
+  std::vector<int64_t> tap_offsets;
+  std::vector<int64_t> tap_weights;  // each tap's index among W's [C, KH, KW] weights of a map
 
-  PaddedImage(const Tensor& x, const WindowGeometry& g)
+  PaddedImage(const Tensor& x, const WindowGeometry& g, FewChannelsPath path)
       : channels(x.dim(1)), height(g.in[0]), width(g.in[1]), pad_top(g.pads_begin[0]), pad_left(g.pads_begin[1]),
         padded_h(g.in[0] + g.pads_begin[0] + g.pads_end[0]), padded_w(g.in[1] + g.pads_begin[1] + g.pads_end[1]) {
-    for (int64_t c = 0; c < channels; ++c) {
-      for (int64_t kh = 0; kh < g.kernel[0]; ++kh) {
-        for (int64_t kw = 0; kw < g.kernel[1]; ++kw) {
-          tap_offsets.push_back((c * padded_h + kh * g.dilations[0]) * padded_w + kw * g.dilations[1]);
-        }
+    const bool channels_inner = SumsBiasLast(path);
+    const int64_t outer = channels_inner ? g.kernel[0] * g.kernel[1] : channels;
+    const int64_t inner = channels_inner ? channels : g.kernel[0] * g.kernel[1];
+    for (int64_t i = 0; i < outer; ++i) {
+      for (int64_t j = 0; j < inner; ++j) {
+        const int64_t c = channels_inner ? j : i, window_tap = channels_inner ? i : j;
+        const int64_t kh = window_tap / g.kernel[1], kw = window_tap % g.kernel[1];
+        tap_offsets.push_back((c * padded_h + kh * g.dilations[0]) * padded_w + kw * g.dilations[1]);
+        tap_weights.push_back(c * g.kernel[0] * g.kernel[1] + window_tap);
       }
     }
   }
@@ -112,7 +125,7 @@ std::string DescribeFewChannelsConv() {
   switch (CurrentFewChannelsPath()) {
     case FewChannelsPath::kAvx512:
       return layers + "avx512 loops for float16 and bfloat16 (up to " + std::to_string(kMaxFewChannelsTaps) +
-             " weights a map), oneDNN's kernels for float32";
+             " weights a map), and for float32 where they pool the output; oneDNN's kernels for other float32 ones";
     case FewChannelsPath::kAvx2:
       return layers + "avx2 loops for float32, float16 and bfloat16 (up to " +
              std::to_string(kMaxFewChannelsTapsAvx2) + " weights a map)";
@@ -121,34 +134,54 @@ std::string DescribeFewChannelsConv() {
   return layers + "oneDNN's kernels (no AVX2 with FMA and F16C)";
 }
 
+namespace {
+
+// TakesFewChannelsConv for X of `channels` and a channels-last Y, float32 on AVX-512 too
+// when the loops pool Y.
+bool LoopsTake(DType dtype, int64_t channels, const Shape& w, int64_t group, bool pooled) {
+  const FewChannelsPath path = CurrentFewChannelsPath();
+  if (path == FewChannelsPath::kNone || w.size() != 4 || group != 1) return false;
+  if (dtype == DType::kFloat32 ? path != FewChannelsPath::kAvx2 && !pooled : !IsLowPrecision(dtype)) return false;
+  const int64_t max_taps = path == FewChannelsPath::kAvx512 ? kMaxFewChannelsTaps : kMaxFewChannelsTapsAvx2;
+  return channels <= kMaxFewChannels && channels == w[1] && channels * w[2] * w[3] <= max_taps && w[0] % 16 == 0;
+}
+
+}  // namespace
+
 bool TakesFewChannelsConv(DType dtype, const Shape& x, const Shape& w, int64_t group, bool maps_channels_last,
                           const WindowGeometry& g) {
-  const FewChannelsPath path = CurrentFewChannelsPath();
-  if (path == FewChannelsPath::kNone || x.size() != 4 || w.size() != 4 || g.rank() != 2 || group != 1) return false;
-  if (dtype == DType::kFloat32 ? path != FewChannelsPath::kAvx2 : !IsLowPrecision(dtype)) return false;
-  const int64_t max_taps = path == FewChannelsPath::kAvx512 ? kMaxFewChannelsTaps : kMaxFewChannelsTapsAvx2;
-  return maps_channels_last && x[1] <= kMaxFewChannels && x[1] * w[2] * w[3] <= max_taps && w[0] % 16 == 0;
+  return x.size() == 4 && g.rank() == 2 && maps_channels_last && LoopsTake(dtype, x[1], w, group, false);
+}
+
+bool FewChannelsConvPoolsOutput(const Tensor& w, int64_t group) {
+  return w.rank() == 4 && LoopsTake(w.dtype(), w.dim(1), w.shape(), group, true);
 }
 
 Status FewChannelsConv(KernelContext& context, const Tensor& x, bool x_channels_last, const Tensor& w,
-                       const float* bias, const WindowGeometry& g, const FusedActivation& activation, Tensor& y) {
+                       const float* bias, const WindowGeometry& g, const FusedActivation& activation, bool pooled,
+                       Tensor& y) {
   const int64_t n = x.dim(0), maps = w.dim(0);
-  const PaddedImage image(x, g);
+  const FewChannelsPath path = CurrentFewChannelsPath();
+  const PaddedImage image(x, g, path);
   const int64_t taps = static_cast<int64_t>(image.tap_offsets.size());
   // The weights as [taps, M], so that a block of maps of one tap is one load.
   const std::vector<float> w_values = ToFloat32(w);
   std::vector<float> weights(static_cast<size_t>(taps * maps)), zeros;
   for (int64_t m = 0; m < maps; ++m) {
-    for (int64_t t = 0; t < taps; ++t) weights[t * maps + m] = w_values[m * taps + t];
+    for (int64_t t = 0; t < taps; ++t) weights[t * maps + m] = w_values[m * taps + image.tap_weights[t]];
   }
   if (bias == nullptr) {
     zeros.assign(static_cast<size_t>(maps), 0.0f);
     bias = zeros.data();
   }
   const int64_t out_h = g.out[0], out_w = g.out[1], row_floats = out_w * maps;
-  const Loops loops = CurrentLoops();
+  const int64_t pooled_h = out_h / 2, pooled_row = out_w / 2 * maps;
+  const size_t element_bytes = DTypeSize(y.dtype());
+  const Loops loops = LoopsOf(path);
   context.threads().ParallelFor(n, 1, [&](int64_t begin, int64_t end) {
     std::vector<float> padded(static_cast<size_t>(image.Floats()), 0.0f), staging, row(static_cast<size_t>(row_floats));
+    // With `pooled`: the two rows of a row of windows, stored as the unpooled Y would be.
+    Tensor rows = pooled ? Tensor::Empty(y.dtype(), {2 * row_floats}) : Tensor();
     for (int64_t i = begin; i < end; ++i) {
       image.Stage(x, x_channels_last, i, padded.data(), staging);
       FewChannelsRow a;
@@ -156,14 +189,32 @@ Status FewChannelsConv(KernelContext& context, const Tensor& x, bool x_channels_
       a.taps = taps;
       a.weights = weights.data();
       a.bias = bias;
+      a.bias_last = SumsBiasLast(path);
       a.maps = maps;
       a.out_w = out_w;
       a.column_step = g.strides[1];
       a.row = row.data();
-      for (int64_t oh = 0; oh < out_h; ++oh) {
+      const auto sum_row = [&](int64_t oh) {
         a.corner = padded.data() + oh * g.strides[0] * image.padded_w;
         for (a.block = 0; a.block < maps / loops.lanes; ++a.block) loops.sum_row(a);
-        StoreBlockWithActivation(row.data(), y, (i * out_h + oh) * row_floats, row_floats, activation);
+      };
+      if (!pooled) {
+        for (int64_t oh = 0; oh < out_h; ++oh) {
+          sum_row(oh);
+          StoreBlockWithActivation(row.data(), y, (i * out_h + oh) * row_floats, row_floats, activation);
+        }
+        continue;
+      }
+      const char* pair = static_cast<const char*>(rows.raw_data());
+      for (int64_t ph = 0; ph < pooled_h; ++ph) {
+        for (int64_t k = 0; k < 2; ++k) {
+          sum_row(2 * ph + k);
+          StoreBlockWithActivation(row.data(), rows, k * row_floats, row_floats, activation);
+        }
+        char* out = static_cast<char*>(y.raw_data()) +
+                    static_cast<size_t>((i * pooled_h + ph) * pooled_row) * element_bytes;
+        const char* bottom = pair + static_cast<size_t>(row_floats) * element_bytes;
+        MaxPool2x2RowChannelsLast(y.dtype(), path == FewChannelsPath::kAvx512, pair, bottom, out_w / 2, maps, out);
       }
     }
   });
@@ -172,9 +223,10 @@ Status FewChannelsConv(KernelContext& context, const Tensor& x, bool x_channels_
 
 Status FewChannelsWeightGrad(KernelContext& context, const Tensor& dy, const Tensor& x, bool x_channels_last,
                              const WindowGeometry& g, float* dw, float* db) {
-  const Loops loops = CurrentLoops();
+  const FewChannelsPath path = CurrentFewChannelsPath();
+  const Loops loops = LoopsOf(path);
   const int64_t n = x.dim(0), maps = dy.dim(1), lanes = loops.lanes, blocks = maps / lanes;
-  const PaddedImage image(x, g);
+  const PaddedImage image(x, g, path);
   const int64_t taps = static_cast<int64_t>(image.tap_offsets.size());
   // Per chunk of images and block of maps: taps x lanes window sums, then lanes for dB.
   const int64_t block_floats = (taps + 1) * lanes, chunk_floats = blocks * block_floats;
@@ -210,7 +262,7 @@ Status FewChannelsWeightGrad(KernelContext& context, const Tensor& dy, const Ten
       const float* sums = partial.data() + chunk * chunk_floats + block * block_floats;
       for (int64_t lane = 0; lane < lanes; ++lane) {
         const int64_t map = block * lanes + lane;
-        for (int64_t t = 0; t < taps; ++t) dw[map * taps + t] += sums[t * lanes + lane];
+        for (int64_t t = 0; t < taps; ++t) dw[map * taps + image.tap_weights[t]] += sums[t * lanes + lane];
         db[map] += sums[taps * lanes + lane];
       }
     }

@@ -8,12 +8,16 @@
 // than the layer's arithmetic. These loops read dY and write Y as stored, a block of maps
 // to a register (16 on AVX-512, 8 on AVX2; few_channels_loops.h): the forward sums 8
 // pixels side by side, the weights gradient keeps one register per window weight. Sums
-// are float32, in the same order on either instruction set.
+// are float32. The forward's run in the order of oneDNN's direct kernel for the path's
+// instruction set (few_channels_conv.cc, SumsBiasLast), so a plan that runs the layer on
+// oneDNN (Y in NCHW) gets the same float32 sums; the weights gradient's are the same on
+// either path.
 //
-// float32 takes the loops on AVX2 only: oneDNN's AVX2 kernels for such a layer are slow
-// (the bundled CNN's float32 step at batch 256 with oneDNN held to AVX2: ConvGrad 12.7 ->
-// 7.4 ms, Conv 4.8 -> 4.3 ms, the step 23.4 -> 17.1 ms on the loops), its AVX-512 ones
-// were as fast as the loops (step 10.1-10.7 against 10.7-11.5 ms). Larger windows stay on
+// float32 takes the loops on AVX2: oneDNN's AVX2 kernels for such a layer are slow (the
+// bundled CNN's float32 step at batch 256 with oneDNN held to AVX2: ConvGrad 12.7 -> 7.4
+// ms, Conv 4.8 -> 4.3 ms, the step 23.4 -> 17.1 ms on the loops). Its AVX-512 ones were as
+// fast as the loops (step 10.1-10.7 against 10.7-11.5 ms), so there float32 takes the
+// loops only where they also pool Y (FewChannelsConvPoolsOutput). Larger windows stay on
 // oneDNN too (ResNet's 7 x 7 stem on 3 channels ran no faster on the forward loop than on
 // oneDNN with its conversions).
 //
@@ -50,18 +54,28 @@ FewChannelsPath SetFewChannelsPath(FewChannelsPath path);
 std::string DescribeFewChannelsConv();
 
 // Whether these loops take a convolution of X [N, C, H, W] with W [M, C, KH, KW] into
-// [N, M, OH, OW] on the current path: X and the weights both float16 or both bfloat16
-// (or float32, on AVX2), group 1, C <= kMaxFewChannels, C x KH x KW <= kMaxFewChannelsTaps (on AVX2
+// [N, M, OH, OW] (not pooled) on the current path: X and the weights both float16 or both
+// bfloat16 (or float32, on AVX2), group 1, C <= kMaxFewChannels, C x KH x KW <= kMaxFewChannelsTaps (on AVX2
 // kMaxFewChannelsTapsAvx2), M a multiple of 16, the M-channel side (Y, or dY) stored
 // channels-last.
 bool TakesFewChannelsConv(DType dtype, const Shape& x, const Shape& w, int64_t group, bool maps_channels_last,
                           const WindowGeometry& g);
 
+// Whether the loops take such a convolution with constant weights `w` and `group` when
+// they also pool its output (FewChannelsConv's `pooled`), for KernelDef::pools_output: as
+// TakesFewChannelsConv with Y channels-last, and float32 on AVX-512 too, where oneDNN
+// would write the whole Y for a separate pool to read back (the bundled CNN's float32
+// inference at batch 1: 0.195 -> 0.152 ms a run after a pause, at batch 32 0.79 -> 0.76).
+bool FewChannelsConvPoolsOutput(const Tensor& w, int64_t group);
+
 // Y (channels-last, X's dtype) = round(B + the window sums), then `activation` on the
 // rounded values as the separate node would apply it. X is read in NCHW or channels-last
-// order (`x_channels_last`); `bias` has M floats or is null.
+// order (`x_channels_last`); `bias` has M floats or is null. With `pooled`, Y is instead
+// the 2x2 stride-2 max pool of those values ([N, M, OH / 2, OW / 2], the MaxPool's bits):
+// each pair of rows is pooled as it is computed, and the rows are never stored.
 Status FewChannelsConv(KernelContext& context, const Tensor& x, bool x_channels_last, const Tensor& w,
-                       const float* bias, const WindowGeometry& g, const FusedActivation& activation, Tensor& y);
+                       const float* bias, const WindowGeometry& g, const FusedActivation& activation, bool pooled,
+                       Tensor& y);
 
 // Images per chunk of the weights gradient: each chunk's partial sums are added in chunk
 // order, so one thread and two give the same bits.

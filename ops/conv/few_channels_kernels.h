@@ -64,14 +64,14 @@ ONNX_AMP_FEW_CHANNELS_TARGET inline void SumPixels(const FewChannelsRow& a, cons
   constexpr int64_t kLanes = Vec::kLanes;
   typename Vec::Type sums[kPixels];
   const auto bias = Vec::Load(a.bias + a.block * kLanes);
-  for (int p = 0; p < kPixels; ++p) sums[p] = bias;
+  for (int p = 0; p < kPixels; ++p) sums[p] = a.bias_last ? Vec::Zero() : bias;
   for (int64_t t = 0; t < a.taps; ++t) {
     const auto weight = Vec::Load(a.weights + t * a.maps + a.block * kLanes);
     const float* tap = corner + a.tap_offsets[t];
 #pragma GCC unroll 8
     for (int p = 0; p < kPixels; ++p) sums[p] = Vec::Fma(weight, Vec::Splat(tap[p * a.column_step]), sums[p]);
   }
-  for (int p = 0; p < kPixels; ++p) Vec::Store(out + p * a.maps, sums[p]);
+  for (int p = 0; p < kPixels; ++p) Vec::Store(out + p * a.maps, a.bias_last ? Vec::Add(sums[p], bias) : sums[p]);
 }
 
 template <typename Vec>
@@ -81,7 +81,18 @@ ONNX_AMP_FEW_CHANNELS_TARGET void SumRow(const FewChannelsRow& a) {
   for (; ow + kRowPixels <= a.out_w; ow += kRowPixels) {
     SumPixels<Vec, kRowPixels>(a, a.corner + ow * a.column_step, out + ow * a.maps);
   }
-  for (; ow < a.out_w; ++ow) SumPixels<Vec, 1>(a, a.corner + ow * a.column_step, out + ow * a.maps);
+  // The rest in groups of 4, 2 and 1 rather than one at a time, each of which waits out
+  // every multiply-add's latency (the bundled CNN's first layer at batch 32 on one core:
+  // 0.206 -> 0.192 ms, its 28-wide rows leaving 4 pixels).
+  if (ow + 4 <= a.out_w) {
+    SumPixels<Vec, 4>(a, a.corner + ow * a.column_step, out + ow * a.maps);
+    ow += 4;
+  }
+  if (ow + 2 <= a.out_w) {
+    SumPixels<Vec, 2>(a, a.corner + ow * a.column_step, out + ow * a.maps);
+    ow += 2;
+  }
+  if (ow < a.out_w) SumPixels<Vec, 1>(a, a.corner + ow * a.column_step, out + ow * a.maps);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@ struct FewChannelsRow {
   const int64_t* tap_offsets = nullptr;  // of each tap's input, from a window's corner
   const float* weights = nullptr;  // [taps, M]
   const float* bias = nullptr;     // [M]
+  bool bias_last = false;  // sums start from zero and take the bias last (else first)
   int64_t taps = 0, maps = 0, block = 0, out_w = 0, column_step = 0;
   float* row = nullptr;  // [OW, M]
 };

@@ -19,6 +19,7 @@
 #include "ops/common/relu_bits.h"
 #include "ops/conv/max_pool_rule.h"
 #include "ops/conv/pool_2d.h"
+#include "runtime/core/convert.h"
 #include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {
@@ -213,7 +214,63 @@ void MaxPoolRowChannelsLastOf(TileKernels tiles, const float* x, const WindowGeo
   MaxPoolRowChannelsLast(x, g, p, oh, channels, acc);
 }
 
+// MaxPool2x2RowChannelsLast's portable rule: each output -inf, then the four taps in
+// PoolWindow's order, widened exactly and stored back exactly.
+void MaxPool2x2RowPortable(DType dtype, const void* top, const void* bottom, int64_t out_w, int64_t channels,
+                           void* out) {
+  const int64_t row = 2 * out_w * channels;
+  std::vector<float> widened(static_cast<size_t>(2 * row)), pooled(static_cast<size_t>(out_w * channels));
+  const auto widen = [&](const void* from, float* to) {
+    if (dtype == DType::kFloat32) std::copy_n(static_cast<const float*>(from), row, to);
+    else if (dtype == DType::kFloat16) ConvertHalfToFloat(static_cast<const uint16_t*>(from), to, static_cast<size_t>(row));
+    else ConvertBFloat16ToFloat(static_cast<const uint16_t*>(from), to, static_cast<size_t>(row));
+  };
+  widen(top, widened.data());
+  widen(bottom, widened.data() + row);
+  for (int64_t ow = 0; ow < out_w; ++ow) {
+    for (int64_t c = 0; c < channels; ++c) {
+      float max = -std::numeric_limits<float>::infinity();
+      for (const int64_t tap : {int64_t{0}, channels, row, row + channels}) {
+        max = TakeMax(widened[tap + 2 * ow * channels + c], max);
+      }
+      pooled[ow * channels + c] = max;
+    }
+  }
+  const size_t count = pooled.size();
+  if (dtype == DType::kFloat32) std::copy_n(pooled.data(), count, static_cast<float*>(out));
+  else if (dtype == DType::kFloat16) ConvertFloatToHalf(pooled.data(), static_cast<uint16_t*>(out), count);
+  else ConvertFloatToBFloat16(pooled.data(), static_cast<uint16_t*>(out), count);
+}
+
 }  // namespace
+
+void MaxPool2x2RowChannelsLast(DType dtype, bool avx512, const void* top, const void* bottom, int64_t out_w,
+                               int64_t channels, void* out) {
+#if defined(__x86_64__)
+  const bool half = dtype == DType::kFloat16;
+  if (dtype == DType::kFloat32) {
+    const float *t = static_cast<const float*>(top), *b = static_cast<const float*>(bottom);
+    if (avx512) return MaxPool2x2RowChannelsLastAvx512<false>(t, b, out_w, channels, static_cast<float*>(out));
+    if (channels % 8 == 0 && PoolsRunAvx2()) {
+      return MaxPool2x2RowChannelsLastAvx2<false>(t, b, out_w, channels, static_cast<float*>(out));
+    }
+  } else if (IsLowPrecision(dtype)) {
+    const uint16_t *t = static_cast<const uint16_t*>(top), *b = static_cast<const uint16_t*>(bottom);
+    uint16_t* o = static_cast<uint16_t*>(out);
+    if (avx512 && channels % 16 == 0) {
+      const auto kernel = half ? MaxPool2x2RowChannelsLastLowAvx512<DType::kFloat16>
+                               : MaxPool2x2RowChannelsLastLowAvx512<DType::kBFloat16>;
+      return kernel(t, b, out_w, channels, o);
+    }
+    if (channels % 8 == 0 && PoolsRunAvx2()) {
+      const auto kernel = half ? MaxPool2x2RowChannelsLastLowAvx2<DType::kFloat16>
+                               : MaxPool2x2RowChannelsLastLowAvx2<DType::kBFloat16>;
+      return kernel(t, b, out_w, channels, o);
+    }
+  }
+#endif
+  MaxPool2x2RowPortable(dtype, top, bottom, out_w, channels, out);
+}
 
 Status MaxPool2dChannelsLast(KernelContext& context, const Tensor& x, const WindowGeometry& g, bool y_channels_last,
                              Tensor& y) {

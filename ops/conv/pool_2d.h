@@ -33,6 +33,15 @@ Status Pool2d(KernelContext& context, const Tensor& x, const WindowGeometry& g, 
 Status MaxPool2dChannelsLast(KernelContext& context, const Tensor& x, const WindowGeometry& g, bool y_channels_last,
                              Tensor& y);
 
+// One output row of a 2x2 stride-2 max pool of channels-last rows: `top` and `bottom`
+// ([2 * out_w or more, C] each, float32, float16 or bfloat16 as `dtype`) into `out`
+// ([out_w, C], the same dtype), the bits MaxPool2dChannelsLast gives. On the AVX-512
+// kernels (`avx512`, which needs AVX-512F) or the AVX2 ones (PoolsRunAvx2) where C is a
+// whole number of their blocks (float16/bfloat16 on AVX-512: 16; on AVX2: 8), the
+// portable rule otherwise. For a kernel that pools its own output (a first layer's conv).
+void MaxPool2x2RowChannelsLast(DType dtype, bool avx512, const void* top, const void* bottom, int64_t out_w,
+                               int64_t channels, void* out);
+
 // MaxPoolGrad of a 2-D pool without dilation (Pool2dApplies) for X and dX stored
 // channels-last ([N, H, W, C] in memory), dY channels-last or NCHW as `dy_channels_last`
 // says, dX multiplied by the Relu's slope at X with `relu_slope` (a folded ReluGrad):

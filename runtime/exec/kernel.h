@@ -94,6 +94,10 @@ class KernelContext {
   // and this one would give it (the Relu moved here from the producer); set only for
   // kernels registered with KernelDef::reads_through_relu.
   virtual bool relu_of_input() const { return false; }
+  // Whether output 0 is the 2x2 stride-2 max pool (no pads, the last row or column of an
+  // odd extent left out) of the node's result, channels-last: a MaxPool folded in; set
+  // only for kernels registered with KernelDef::pools_output.
+  virtual bool pools_output() const { return false; }
   // Whether input (output) `index` holds its [N, C, ...] values in channels-last memory
   // order ([N, ..., C], runtime/executor/plan_layouts.h); set only as the kernel's
   // KernelDef::channels_last allows.
@@ -182,6 +186,11 @@ struct KernelDef {
   // node a ReluGrad that alone reads its output 0 (dX) with input 1 (X) as the Relu's
   // output (MaxPoolGrad after a Relu: one pass less over the activation's size).
   bool fuses_relu_grad = false;
+  // Whether a Conv with these constant weights and group runs its 2x2 stride-2 max pool
+  // itself, writing only the pooled output (KernelContext::pools_output), so the plan
+  // may fold into it such a MaxPool that alone reads its channels-last output 0 (a first
+  // layer's pool: the layer's whole output is then never stored). nullptr: never.
+  bool (*pools_output)(const Tensor& weights, int64_t group) = nullptr;
 };
 
 }  // namespace onnx_amp

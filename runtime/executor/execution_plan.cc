@@ -191,6 +191,7 @@ class PlanBuilder {
       if (options_.channels_last && !on_device) {
         AssignChannelsLast(*plan, outer_reads, keep);
         if (options_.share_batch_statistics) ShareBatchStatistics(*plan);
+        FuseMaxPoolsIntoConvs(*plan, outer_reads, keep);
         MoveRelusIntoReaders(*plan, outer_reads, keep);
       }
     }

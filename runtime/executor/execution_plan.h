@@ -9,8 +9,9 @@
 // the Conv's weights and a residual Add into the Conv (plan_rewrites.h). Last, values
 // passed between CPU convolutions and max pools are stored channels-last
 // (plan_layouts.h); then a training BatchNormalization of such a value hands its batch
-// statistics to its gradient through two slots of its own (plan_rewrites.h), and a float32
-// Conv's Relu that only a max pool reads moves into the pool (plan_fusion.h).
+// statistics to its gradient through two slots of its own (plan_rewrites.h), a first
+// layer's 2x2 max pool folds into its Conv, and a float32 Conv's Relu that only a max pool
+// reads moves into the pool (plan_fusion.h).
 #pragma once
 
 #include <memory>
@@ -51,6 +52,8 @@ struct PlanStep {
   bool relu_grad = false;
   // A Relu moved here from input 0's producer (plan_fusion.h): input 0 is read through it.
   bool relu_input = false;
+  // A 2x2 stride-2 MaxPool folded in (plan_fusion.h): output 0 is the pool's output.
+  bool pooled_output = false;
   // The kernel's state across runs (prepacked weights); a cache, hence mutable.
   mutable std::unique_ptr<KernelState> state;
   std::vector<int> inputs;            // slot per node input, -1 for an absent one

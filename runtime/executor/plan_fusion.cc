@@ -54,6 +54,43 @@ bool CastsToFloat32(const PlanStep& step) {
   return false;
 }
 
+// Whether `step` is an ai.onnx MaxPool of 2x2 windows at stride 2 without pads, dilations
+// or ceil mode, whose Indices output no one reads or keeps.
+bool PoolsPlain2x2(const PlanStep& step, const SlotUses& uses, const std::vector<bool>& keep) {
+  const onnx::NodeProto& node = *step.node;
+  if (node.op_type() != "MaxPool" || !IsOnnxDomain(node.domain()) || step.inputs.empty() || step.outputs.empty() ||
+      step.outputs[0] < 0 || !step.subgraphs.empty()) {
+    return false;
+  }
+  for (size_t k = 1; k < step.outputs.size(); ++k) {
+    if (step.outputs[k] >= 0 && (uses.readers[step.outputs[k]] > 0 || keep[step.outputs[k]])) return false;
+  }
+  const auto all_equal = [](const onnx::AttributeProto& attribute, int64_t value) {
+    for (const int64_t v : attribute.ints()) {
+      if (v != value) return false;
+    }
+    return true;
+  };
+  bool kernel_2x2 = false, stride_2 = false;
+  for (const onnx::AttributeProto& attribute : node.attribute()) {
+    const std::string& name = attribute.name();
+    if (name == "kernel_shape") kernel_2x2 = attribute.ints_size() == 2 && all_equal(attribute, 2);
+    else if (name == "strides") stride_2 = attribute.ints_size() == 2 && all_equal(attribute, 2);
+    else if (name == "pads" && !all_equal(attribute, 0)) return false;
+    else if (name == "dilations" && !all_equal(attribute, 1)) return false;
+    else if (name == "ceil_mode" && attribute.i() != 0) return false;
+    else if (name == "auto_pad" && attribute.s() != "NOTSET" && attribute.s() != "VALID") return false;
+  }
+  return kernel_2x2 && stride_2;
+}
+
+int64_t GroupOf(const onnx::NodeProto& conv) {
+  for (const onnx::AttributeProto& attribute : conv.attribute()) {
+    if (attribute.name() == "group") return attribute.i();
+  }
+  return 1;
+}
+
 }  // namespace
 
 void FuseWideningCasts(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& keep) {
@@ -127,6 +164,31 @@ void MoveRelusIntoReaders(GraphPlan& plan, const std::vector<std::vector<int>>& 
     reader.relu_input = true;
     reader.op_label = "Relu+" + reader.op_label;
   }
+}
+
+void FuseMaxPoolsIntoConvs(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& keep) {
+  if (plan.channels_last.empty()) return;
+  const SlotUses uses = CountSlotUses(plan, outer_reads);
+  std::vector<bool> folded(plan.steps.size(), false);
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const PlanStep& pool = plan.steps[s];
+    if (pool.device != DeviceKind::kCpu || pool.relu_input || !PoolsPlain2x2(pool, uses, keep)) continue;
+    const int value = pool.inputs[0];
+    const int producer_index = FoldableProducer(plan, uses, keep, value);
+    if (producer_index < 0 || !plan.channels_last[value] || !plan.channels_last[pool.outputs[0]]) continue;
+    PlanStep& conv = plan.steps[producer_index];
+    if (conv.device != DeviceKind::kCpu || conv.kernel == nullptr || conv.kernel->pools_output == nullptr ||
+        conv.pooled_output || conv.addend_input >= 0 || conv.widened_output || conv.inputs.size() < 2) {
+      continue;
+    }
+    const Tensor* weights = InitializerOf(plan, conv.inputs[1]);
+    if (weights == nullptr || !conv.kernel->pools_output(*weights, GroupOf(*conv.node))) continue;
+    conv.pooled_output = true;
+    conv.outputs[0] = pool.outputs[0];
+    conv.op_label += "+MaxPool";
+    folded[s] = true;
+  }
+  RemoveFoldedSteps(plan, outer_reads, folded);
 }
 
 void RemoveFoldedSteps(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& folded) {

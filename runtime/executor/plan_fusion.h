@@ -1,7 +1,7 @@
 // Rewrites of a built plan that fold a node into the step producing its input, shared by
 // the plan builder's fusions: who reads and who produces each slot, the constants behind
-// initializer slots, the widening-Cast and ReluGrad folds, moving a folded Relu on into
-// the max pool that reads it, and the removal of folded steps.
+// initializer slots, the widening-Cast, ReluGrad and first-layer max pool folds, moving a
+// folded Relu on into the max pool that reads it, and the removal of folded steps.
 #pragma once
 
 #include <vector>
@@ -46,6 +46,14 @@ void FuseReluGrads(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, 
 // Conv's Relu would have stored. Must run after AssignChannelsLast (plan_layouts.h).
 void MoveRelusIntoReaders(GraphPlan& plan, const std::vector<std::vector<int>>& outer_reads,
                           const std::vector<bool>& keep);
+
+// Folds each CPU MaxPool of 2x2 windows at stride 2 (no pads, dilations or ceil mode; its
+// Indices unused) into the Conv producing its input, when the Conv's kernel pools such an
+// output itself for the Conv's constant weights (KernelDef::pools_output), the Conv's
+// output is read by the pool alone, and both values are channels-last. The step then
+// writes only the pooled values, the numbers the MaxPool would give. Must run after
+// AssignChannelsLast (plan_layouts.h) and before MoveRelusIntoReaders.
+void FuseMaxPoolsIntoConvs(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& keep);
 
 // Drops the steps marked in `folded`, keeping `outer_reads` parallel to plan.steps.
 void RemoveFoldedSteps(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& folded);

@@ -37,14 +37,17 @@ std::string OpRows(const std::map<std::string, OpTime>& op_times, int64_t diviso
   for (const auto& row : rows) op_total += row.second.seconds;
   kernel_seconds += op_total;
   const double scale = divisor > 0 ? 1.0 / static_cast<double>(divisor) : 0.0;
+  // The op-type column is as wide as its longest label (a fused step's can be long).
+  int width = 32;
+  for (const auto& row : rows) width = std::max(width, static_cast<int>(row.first.size()));
   char line[256];
-  std::snprintf(line, sizeof line, "%-32s %10s %10s %7s\n", "op type", calls_column, time_column, "share");
+  std::snprintf(line, sizeof line, "%-*s %10s %10s %7s\n", width, "op type", calls_column, time_column, "share");
   std::string out = line;
   for (const auto& [op, time] : rows) {
     char calls[32];  // whole counts for one run, a mean for many
     if (divisor == 1) std::snprintf(calls, sizeof calls, "%lld", static_cast<long long>(time.calls));
     else std::snprintf(calls, sizeof calls, "%.4g", static_cast<double>(time.calls) * scale);
-    std::snprintf(line, sizeof line, "%-32s %10s %10.3f %6.1f%%\n", op.c_str(), calls, time.seconds * 1e3 * scale,
+    std::snprintf(line, sizeof line, "%-*s %10s %10.3f %6.1f%%\n", width, op.c_str(), calls, time.seconds * 1e3 * scale,
                   op_total > 0 ? 100.0 * time.seconds / op_total : 0.0);
     out += line;
   }

@@ -217,29 +217,40 @@ TEST(ConvTest, FirstLayerLoopOnAvx2MatchesDoubleReference) {
   CheckFirstLayerLoop(FewChannelsPath::kAvx2, 1400);
 }
 
-// Both paths sum each output in the same order, 16 maps to a register or 8: the same bits.
-TEST(ConvTest, FirstLayerLoopGivesTheSameBitsOnAvx2AndAvx512) {
-  if (!FewChannelsPathSupported(FewChannelsPath::kAvx512)) GTEST_SKIP() << "this CPU has no AVX-512 (F, BW, VL)";
+// The loops sum each output in the order of oneDNN's direct kernel for the same
+// instruction set (few_channels_conv.h), so a Y stored channels-last (the loops) and one
+// stored NCHW (oneDNN, on float32 operands widened exactly) get the same bits: checked on
+// the widest path, the one matching oneDNN's kernels here (a run held to AVX2 checks that
+// path), with one channel and with three, with and without bias.
+TEST(ConvTest, FirstLayerLoopGivesTheBitsOfOneDnnsDirectKernel) {
+  const FewChannelsPath path = CurrentFewChannelsPath();
+  if (path == FewChannelsPath::kNone) GTEST_SKIP() << "this CPU has neither AVX-512 nor AVX2 with FMA and F16C";
+  const ScopedBf16Kernels float32_products(Bf16Kernels::kFloat32);  // oneDNN's native ones sum in pairs
+  uint32_t seed = 1500;
   for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {
-    const RoundedTensor x = RandomTensor(dtype, {2, 1, 12, 11}, 1500);
-    const RoundedTensor w = RandomTensor(dtype, {32, 1, 3, 3}, 1501);
-    const RoundedTensor b = RandomTensor(dtype, {32}, 1502);
-    WindowGeometry g;
-    g.in = {12, 11};
-    g.kernel = {3, 3};
-    std::vector<double> outputs[2];
-    for (const FewChannelsPath path : {FewChannelsPath::kAvx2, FewChannelsPath::kAvx512}) {
-      const ScopedFewChannelsPath scoped(path);
-      EXPECT_TRUE(TakesFewChannelsConv(dtype, x.tensor.shape(), w.tensor.shape(), 1, true, g));
-      NodeRunOptions options;
-      options.channels_last_output = true;
-      SingleNode node("Conv");
-      node.Attr("pads", std::vector<int64_t>{1, 1, 1, 1}).Input(x.tensor).Input(w.tensor).Input(b.tensor);
-      auto out = node.Options(options).Run();
-      ASSERT_TRUE(out.ok()) << out.status().message();
-      outputs[path == FewChannelsPath::kAvx512] = ToDoubles((*out)[0]);
+    for (const int64_t channels : {int64_t{1}, int64_t{3}}) {
+      for (const bool bias : {true, false}) {
+        const RoundedTensor x = RandomTensor(dtype, {2, channels, 12, 11}, seed += 3);
+        const RoundedTensor w = RandomTensor(dtype, {32, channels, 3, 3}, seed + 1);
+        const RoundedTensor b = RandomTensor(dtype, {32}, seed + 2);
+        WindowGeometry g;
+        g.in = {12, 11};
+        g.kernel = {3, 3};
+        if (!TakesFewChannelsConv(dtype, x.tensor.shape(), w.tensor.shape(), 1, true, g)) continue;
+        std::vector<double> outputs[2];
+        for (const bool loops : {false, true}) {
+          NodeRunOptions options;
+          options.channels_last_output = loops;
+          SingleNode node("Conv");
+          node.Attr("pads", std::vector<int64_t>{1, 1, 1, 1}).Input(x.tensor).Input(w.tensor);
+          if (bias) node.Input(b.tensor);
+          auto out = node.Options(options).Run();
+          ASSERT_TRUE(out.ok()) << out.status().message();
+          outputs[loops] = ToDoubles(loops ? FromChannelsLast((*out)[0]) : (*out)[0]);
+        }
+        EXPECT_EQ(outputs[0], outputs[1]) << DTypeName(dtype) << ", " << channels << " channels, bias " << bias;
+      }
     }
-    EXPECT_EQ(outputs[0], outputs[1]) << DTypeName(dtype);
   }
 }
 

@@ -139,10 +139,11 @@ class Repeat(unittest.TestCase):
             for name in first.files:
                 np.testing.assert_array_equal(first[name], last[name])
         self.assertIn("time per op type, per run (runs 2-5):", stdout)
-        # The CNN has two convolutions, each with its batch norm fused in, and each Relu
-        # read by the max pool after it.
-        self.assertRegex(stdout, r"Conv\+BatchNormalization\s+2\s+[0-9.]+\s")
-        self.assertRegex(stdout, r"Relu\+MaxPool\s+2\s+[0-9.]+\s")
+        # The CNN has two convolutions, each with its batch norm fused in: the first layer
+        # with its Relu and max pool too, the second's Relu read by the max pool after it.
+        self.assertRegex(stdout, r"\nConv\+BatchNormalization\+Relu\+MaxPool\s+1\s+[0-9.]+\s")
+        self.assertRegex(stdout, r"\nConv\+BatchNormalization\s+1\s+[0-9.]+\s")
+        self.assertRegex(stdout, r"\nRelu\+MaxPool\s+1\s+[0-9.]+\s")
         self.assertIn("per run over 4 runs:", stdout)
         match = re.search(r"latency over runs 2-5 \(the first builds the kernels\): median ([0-9.]+) ms, "
                           r"min ([0-9.]+) ms, max ([0-9.]+) ms", stdout)
