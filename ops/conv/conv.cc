@@ -333,11 +333,12 @@ Status ConvCpu(KernelContext& context) {
   ONNX_AMP_ASSIGN_OR_RETURN(Tensor * y, context.AllocateOutput(0, dtype, y_shape));
   if (y->num_elements() == 0) return Status::Ok();
   if (x->num_elements() == 0) return context.Error(ErrorCode::kInvalidModel, "empty input with a non-empty output");
+  // B as float32, for every path but float64's loops.
+  const bool float_operands = dtype == DType::kFloat32 || IsLowPrecision(dtype);
+  const std::vector<float> bias = b != nullptr && float_operands ? ToFloat32(*b) : std::vector<float>();
+  const float* bias_data = bias.empty() ? nullptr : bias.data();
   if (pooled) {
-    std::vector<float> bias;
-    if (b != nullptr) bias = ToFloat32(*b);
-    const Status status =
-        FewChannelsConv(context, *x, layouts.x, *w, b ? bias.data() : nullptr, s.window, activation, true, *y);
+    const Status status = FewChannelsConv(context, *x, layouts.x, *w, bias_data, s.window, activation, true, *y);
     return status.ok() ? status : context.Error(status.code(), status.message());
   }
   if (addend != nullptr && (addend->dtype() != dtype || addend->shape() != y_shape)) {
@@ -348,7 +349,7 @@ Status ConvCpu(KernelContext& context) {
   }
   FewPixelsConv few_pixels{x, w, {}, addend, y, layouts.x, layouts.y, layouts.addend, s.group, &s.window};
   if (TakesFewPixels(context, few_pixels)) {
-    if (b != nullptr) few_pixels.bias = ToFloat32(*b);
+    few_pixels.bias = bias;
     const Status status = RunFewPixelsConv(context, few_pixels, activation);
     return status.ok() ? status : context.Error(status.code(), status.message());
   }
@@ -361,10 +362,7 @@ Status ConvCpu(KernelContext& context) {
     ApplyActivation(activation, *y, context.threads());
     return Status::Ok();
   }
-  if (dtype != DType::kFloat32 && !IsLowPrecision(dtype)) return context.UnsupportedDType(dtype);
-  std::vector<float> bias;
-  if (b != nullptr) bias = ToFloat32(*b);
-  const float* bias_data = b ? bias.data() : nullptr;
+  if (!float_operands) return context.UnsupportedDType(dtype);
   dnn::PackedWeights* packed = dnn::PackedWeightsOf(context, 1);
   const void* w_data = w->raw_data();
   const dnn::WeightsSource w_source{[w_data] { return w_data; }, packed, w_data};

@@ -24,6 +24,13 @@ SlotUses CountSlotUses(const GraphPlan& plan, const std::vector<std::vector<int>
   return uses;
 }
 
+int64_t IntAttribute(const onnx::NodeProto& node, const char* name, int64_t fallback) {
+  for (const onnx::AttributeProto& attribute : node.attribute()) {
+    if (attribute.name() == name && attribute.type() == onnx::AttributeProto::INT) return attribute.i();
+  }
+  return fallback;
+}
+
 const Tensor* InitializerOf(const GraphPlan& plan, int slot) {
   if (slot < 0 || plan.slot_kinds[slot] != SlotKind::kInitializer) return nullptr;
   for (const auto& [init_slot, tensor] : plan.initializers) {
@@ -82,13 +89,6 @@ bool PoolsPlain2x2(const PlanStep& step, const SlotUses& uses, const std::vector
     else if (name == "auto_pad" && attribute.s() != "NOTSET" && attribute.s() != "VALID") return false;
   }
   return kernel_2x2 && stride_2;
-}
-
-int64_t GroupOf(const onnx::NodeProto& conv) {
-  for (const onnx::AttributeProto& attribute : conv.attribute()) {
-    if (attribute.name() == "group") return attribute.i();
-  }
-  return 1;
 }
 
 }  // namespace
@@ -182,7 +182,7 @@ void FuseMaxPoolsIntoConvs(GraphPlan& plan, std::vector<std::vector<int>>& outer
       continue;
     }
     const Tensor* weights = InitializerOf(plan, conv.inputs[1]);
-    if (weights == nullptr || !conv.kernel->pools_output(*weights, GroupOf(*conv.node))) continue;
+    if (weights == nullptr || !conv.kernel->pools_output(*weights, IntAttribute(*conv.node, "group", 1))) continue;
     conv.pooled_output = true;
     conv.outputs[0] = pool.outputs[0];
     conv.op_label += "+MaxPool";

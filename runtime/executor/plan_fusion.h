@@ -1,5 +1,5 @@
 // Rewrites of a built plan that fold a node into the step producing its input, shared by
-// the plan builder's fusions: who reads and who produces each slot, the constants behind
+// the plan builder's fusions: who reads and who produces each slot, integer attributes, the constants behind
 // initializer slots, the widening-Cast, ReluGrad and first-layer max pool folds, moving a
 // folded Relu on into the max pool that reads it, and the removal of folded steps.
 #pragma once
@@ -17,6 +17,9 @@ struct SlotUses {
   std::vector<int> producer;
 };
 SlotUses CountSlotUses(const GraphPlan& plan, const std::vector<std::vector<int>>& outer_reads);
+
+// Integer attribute `name` of `node`; `fallback` where it has none of that type.
+int64_t IntAttribute(const onnx::NodeProto& node, const char* name, int64_t fallback);
 
 // The constant held by initializer `slot`; nullptr for slots of any other kind.
 const Tensor* InitializerOf(const GraphPlan& plan, int slot);

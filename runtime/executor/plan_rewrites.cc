@@ -56,13 +56,6 @@ float FloatAttribute(const onnx::NodeProto& node, const char* name, float fallba
   return fallback;
 }
 
-int64_t IntAttribute(const onnx::NodeProto& node, const char* name, int64_t fallback) {
-  for (const onnx::AttributeProto& attribute : node.attribute()) {
-    if (attribute.name() == name && attribute.type() == onnx::AttributeProto::INT) return attribute.i();
-  }
-  return fallback;
-}
-
 // A CPU BatchNormalization of opset 9 or later with its five inputs (X, scale, B, mean, var).
 bool IsCpuBatchNorm(const PlanStep& step) {
   return IsCpuOp(step, "BatchNormalization") && step.opset >= 9 && step.inputs.size() == 5;
