@@ -4,7 +4,8 @@
 // window rule its picks), ConvGrad the same numbers within float32 rounding of its sums
 // (oneDNN's kernels for the two layouts add in different orders). The inputs carry NaN,
 // infinities, ties and signed zeros; channel counts of 16, 32 and others; float32,
-// float16 and bfloat16.
+// float16 and bfloat16. The 2x2 max pool's row kernel, which the first-layer loops pool
+// with, gives the MaxPool node's bits too.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -221,6 +222,50 @@ TEST(ChannelsLastKernelsTest, MaxPoolGivesTheNchwBits) {
             ASSERT_EQ(runs.channels_last.size(), 1u) << label;
             EXPECT_EQ(runs.channels_last[0].shape(), PooledShape(pool)) << label;
             ExpectSameBits(runs.channels_last[0], runs.nchw[0], label);
+          }
+        }
+      }
+    }
+  }
+}
+
+// MaxPool2x2RowChannelsLast, the row kernel a first layer's loops pool their rows with
+// (few_channels_conv.h), gives the MaxPool node's bits on the same two rows: on the
+// AVX-512, AVX2 and portable kernels (5 channels: no whole block of 8 or 16).
+TEST(ChannelsLastKernelsTest, MaxPool2x2RowGivesTheMaxPoolsBits) {
+  constexpr int64_t kOutW = 5, kInW = 2 * kOutW;
+  for (bool avx512 : Pool2x2Choices()) {
+    for (DType dtype : kDtypes) {
+      for (const int64_t channels : {int64_t{5}, int64_t{16}, int64_t{24}}) {
+        for (int tied = 0; tied <= 1; ++tied) {
+          const PoolCase pool{{1, channels, 2, kInW}, {2, 2}, {2, 2}, {0, 0, 0, 0}};
+          const Tensor x = tied ? TiedTensor(dtype, pool.x, 18) : SpecialTensor(dtype, pool.x, 19);
+          SingleNode node = PoolNode("MaxPool", "", pool);
+          auto out = node.Input(x).Run();
+          ASSERT_TRUE(out.ok()) << out.status().message();
+          const size_t bytes = DTypeSize(dtype);
+          const char* nchw = static_cast<const char*>(x.raw_data());
+          std::vector<char> rows(static_cast<size_t>(2 * kInW * channels) * bytes);
+          for (int64_t r = 0; r < 2; ++r) {
+            for (int64_t col = 0; col < kInW; ++col) {
+              for (int64_t c = 0; c < channels; ++c) {
+                std::memcpy(rows.data() + static_cast<size_t>((r * kInW + col) * channels + c) * bytes,
+                            nchw + static_cast<size_t>((c * 2 + r) * kInW + col) * bytes, bytes);
+              }
+            }
+          }
+          std::vector<char> pooled(static_cast<size_t>(kOutW * channels) * bytes);
+          MaxPool2x2RowChannelsLast(dtype, avx512, rows.data(), rows.data() + static_cast<size_t>(kInW * channels) * bytes,
+                                    kOutW, channels, pooled.data());
+          const char* expected = static_cast<const char*>((*out)[0].raw_data());
+          for (int64_t ow = 0; ow < kOutW; ++ow) {
+            for (int64_t c = 0; c < channels; ++c) {
+              EXPECT_EQ(std::memcmp(pooled.data() + static_cast<size_t>(ow * channels + c) * bytes,
+                                    expected + static_cast<size_t>(c * kOutW + ow) * bytes, bytes),
+                        0)
+                  << Name(dtype) << " " << channels << " channels, avx512 " << avx512 << " tied " << tied
+                  << ": output " << ow << " channel " << c;
+            }
           }
         }
       }

@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <random>
 #include <string>
 
@@ -90,15 +89,7 @@ onnx::ModelProto FirstLayer(const Layer& layer) {
 
 // Random values with NaN, +-inf and signed zeros sprinkled in.
 Tensor SpecialInput(int64_t channels) {
-  std::mt19937_64 rng(21);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  const float specials[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
-                            -std::numeric_limits<float>::infinity(), 0.0f, -0.0f};
-  Tensor x = Tensor::Empty(DType::kFloat32, {kBatch, channels, kHeight, kWidth});
-  for (int64_t i = 0; i < x.num_elements(); ++i) {
-    x.data<float>()[i] = i % 101 == 7 ? specials[(i / 101) % 5] : uniform(rng);
-  }
-  return x;
+  return testing::WithSpecials({kBatch, channels, kHeight, kWidth}, 21, 101, 7);
 }
 
 RunResult RunLayer(const onnx::ModelProto& model, const Tensor& x, bool channels_last) {

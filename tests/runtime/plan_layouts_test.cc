@@ -19,6 +19,7 @@
 #include "runtime/executor/random_inputs.h"
 #include "runtime/onnx/model_io.h"
 #include "tests/ops/dnn_test_util.h"
+#include "tests/runtime/plan_test_util.h"
 #include "tests/runtime/test_graphs.h"
 
 namespace onnx_amp {
@@ -74,17 +75,7 @@ onnx::ModelProto ConvPoolChain() {
 }
 
 // Random values with NaN, +-inf and signed zeros sprinkled in.
-Tensor SpecialInput() {
-  std::mt19937_64 rng(11);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  const float specials[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
-                            -std::numeric_limits<float>::infinity(), 0.0f, -0.0f};
-  Tensor x = Tensor::Empty(DType::kFloat32, {kBatch, kIn, kSize, kSize});
-  for (int64_t i = 0; i < x.num_elements(); ++i) {
-    x.data<float>()[i] = i % 97 == 5 ? specials[(i / 97) % 5] : uniform(rng);
-  }
-  return x;
-}
+Tensor SpecialInput() { return testing::WithSpecials({kBatch, kIn, kSize, kSize}, 11, 97, 5); }
 
 struct Outcome {
   std::vector<NamedTensor> outputs;

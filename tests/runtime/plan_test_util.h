@@ -7,6 +7,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <memory>
 #include <random>
@@ -37,6 +38,20 @@ inline float RoundedTo(DType dtype, float v) {
 inline std::vector<float> Rounded(std::vector<float> values, DType dtype) {
   for (float& v : values) v = RoundedTo(dtype, v);
   return values;
+}
+
+// A float32 tensor of uniform values in [-1, 1) (from `seed`) with NaN, +inf, -inf, +0
+// and -0 in turn at every position p with p % every == offset.
+inline Tensor WithSpecials(const Shape& shape, uint64_t seed, int64_t every, int64_t offset) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(), 0.0f, -0.0f};
+  Tensor x = Tensor::Empty(DType::kFloat32, shape);
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    x.data<float>()[i] = i % every == offset ? specials[(i / every) % 5] : uniform(rng);
+  }
+  return x;
 }
 
 inline void AddInitializer(onnx::GraphProto& graph, const std::string& name, const Shape& shape,
