@@ -1,6 +1,8 @@
 #include "ops/common/relu_bits.h"
 
+#include "ops/common/column_sums.h"
 #include "ops/common/cpu_clones.h"
+#include "runtime/core/cpu_isa_cap.h"
 
 namespace onnx_amp {
 
@@ -25,6 +27,28 @@ ONNX_AMP_CPU_CLONES void ReluGradOnLowPrecisionBits(DType dtype, const uint16_t*
     const uint16_t times_zero = magnitude == infinity ? default_nan : static_cast<uint16_t>(g & 0x8000);
     const uint16_t product = positive ? g : times_zero;
     dx[i] = magnitude > infinity ? static_cast<uint16_t>(g | quiet) : product;
+  }
+}
+
+bool ReluGradRowsWithSumsOnAvx512() {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+  static const bool on = CpuIsaAllowed(CpuIsa::kAvx512) && __builtin_cpu_supports("avx512bw");
+  return on;
+#else
+  return false;
+#endif
+}
+
+void ReluGradRowsWithSums(DType dtype, const uint16_t* dy, const uint16_t* y, uint16_t* dx, int64_t rows,
+                          int64_t width, int64_t stride, float* sums) {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+  if (ReluGradRowsWithSumsOnAvx512()) return ReluGradRowsWithSumsAvx512(dtype, dy, y, dx, rows, width, stride, sums);
+#endif
+  for (int64_t r = 0; r < rows; ++r) {
+    uint16_t* row = dx + r * stride;
+    ReluGradOnLowPrecisionBits(dtype, dy + r * stride, y + r * stride, row, width);
+    if (dtype == DType::kFloat16) AddRowToSums(reinterpret_cast<const Float16*>(row), sums, width);
+    else AddRowToSums(reinterpret_cast<const BFloat16*>(row), sums, width);
   }
 }
 

@@ -21,6 +21,20 @@ void ReluOnLowPrecisionBits(DType dtype, const uint16_t* in, uint16_t* out, int6
 // conversions. `dx` may be `dy`.
 void ReluGradOnLowPrecisionBits(DType dtype, const uint16_t* dy, const uint16_t* y, uint16_t* dx, int64_t count);
 
+// dx = ReluGrad(dy, y) as ReluGradOnLowPrecisionBits gives it over `rows` rows of `width`
+// values, each row `stride` values after the one before, and sums[j] += dx[r][j] widened
+// to float32 for each row in order: a bias gradient's sums down the rows, the bits of
+// AddRowToSums row after row (column_sums.h), in the pass that writes dx. `dtype`
+// kFloat16 or kBFloat16; `dx` may be `dy`.
+void ReluGradRowsWithSums(DType dtype, const uint16_t* dy, const uint16_t* y, uint16_t* dx, int64_t rows,
+                          int64_t width, int64_t stride, float* sums);
+// Its AVX-512 loop (relu_grad_sums_avx512.cc); needs AVX512BW.
+void ReluGradRowsWithSumsAvx512(DType dtype, const uint16_t* dy, const uint16_t* y, uint16_t* dx, int64_t rows,
+                                int64_t width, int64_t stride, float* sums);
+// Whether ReluGradRowsWithSums takes that loop (the CPU has AVX512BW, ONNX_AMP_MAX_CPU_ISA
+// allows AVX-512).
+bool ReluGradRowsWithSumsOnAvx512();
+
 // out[0, count) = Relu(in[0, count)) of float32 values; `out` may be `in`.
 void ReluFloat32(const float* in, float* out, int64_t count);
 

@@ -7,6 +7,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "ops/common/column_sums.h"
 #include "ops/common/cpu_clones.h"
 #include "ops/common/elementwise_math.h"
 #include "ops/common/float32_buffers.h"
@@ -155,9 +156,75 @@ struct GeluTanhLaneSlope {
   }
 };
 
-// dX[i] = dY[i] * slope(V[i]), block by block over the pool's threads (each element is
-// independent, so the split changes no bit). Relu's slope on float16/bfloat16 dY and Y of
-// one dtype runs on their bits (relu_bits.h), the same bits without the conversions.
+// dX[i] = dY[i] * slope(V[i]) over elements [begin, end). Relu's slope on float16/bfloat16
+// dY and Y of one dtype runs on their bits (relu_bits.h), the same bits without the
+// conversions. Each element is independent, so no split of the range changes a bit.
+template <typename Slope>
+void GradRange(const Slope& slope, const Tensor& dy, const Tensor& v, Tensor& dx, int64_t begin, int64_t end) {
+  if constexpr (std::is_same_v<Slope, ReluSlope>) {
+    if (IsLowPrecision(dy.dtype()) && v.dtype() == dy.dtype()) {
+      ReluGradOnLowPrecisionBits(dy.dtype(), static_cast<const uint16_t*>(dy.raw_data()) + begin,
+                                 static_cast<const uint16_t*>(v.raw_data()) + begin,
+                                 static_cast<uint16_t*>(dx.raw_data()) + begin, end - begin);
+      return;
+    }
+  }
+  float grad[kGradBlock], values[kGradBlock], slopes[kGradBlock];
+  for (int64_t block = begin; block < end; block += kGradBlock) {
+    const int64_t n = std::min(kGradBlock, end - block);
+    const float* g = Float32BlockOf(dy, block, n, grad);
+    const float* value = Float32BlockOf(v, block, n, values);
+    float* out = dx.dtype() == DType::kFloat32 ? dx.data<float>() + block : grad;
+    ApplySlope(slope, g, value, slopes, out, n);
+    if (out == grad) StoreFloat32Block(grad, block, n, dx);
+  }
+}
+
+// Columns per parallel chunk of a summed gradient: the chunk's float32 sums stay in L1.
+constexpr int64_t kSumColumns = 1024;
+
+// dX and, as output 1, dX summed over its first `axes` axes, kept as 1s: a bias
+// gradient's ReduceSum folded in (runtime/executor/plan_fusion.h). Threads split the
+// columns (the elements past those axes); each sums its columns down the rows in order
+// in float32 and rounds once, ReduceSum's order and bits (column_sums.h), reading each
+// row of dX while it is still in L1.
+template <typename Slope>
+Status GradWithLeadingSums(KernelContext& context, const Slope& slope, const Tensor& dy, const Tensor& v, Tensor& dx,
+                           int axes) {
+  if (axes > dy.rank()) {
+    return context.Error(ErrorCode::kInvalidModel, "the ReduceSum folded in sums " + std::to_string(axes) +
+                                                       " leading axes of dX " + ShapeToString(dy.shape()));
+  }
+  Shape sums_shape = dy.shape();
+  std::fill(sums_shape.begin(), sums_shape.begin() + axes, 1);
+  ONNX_AMP_ASSIGN_OR_RETURN(Tensor * sums, context.AllocateOutput(1, dy.dtype(), sums_shape));
+  const int64_t columns = sums->num_elements();
+  const int64_t rows = columns == 0 ? 0 : dy.num_elements() / columns;
+  ONNX_AMP_ASSIGN_OR_RETURN(Tensor totals, context.ScratchFloat32(columns));
+  float* acc = totals.data<float>();
+  return DispatchDType<kMaskFloat32 | kMaskFloat16 | kMaskBFloat16>(context, dx.dtype(), [&](auto tag) -> Status {
+    using T = typename decltype(tag)::type;
+    context.threads().ParallelFor(columns, kSumColumns, [&](int64_t c0, int64_t c1) {
+      std::fill(acc + c0, acc + c1, 0.0f);
+      if constexpr (std::is_same_v<Slope, ReluSlope> && kIsLowPrecision<T>) {
+        if (v.dtype() == dy.dtype()) {
+          const auto bits = [&](const Tensor& t) { return static_cast<const uint16_t*>(t.raw_data()) + c0; };
+          ReluGradRowsWithSums(dy.dtype(), bits(dy), bits(v), static_cast<uint16_t*>(dx.raw_data()) + c0, rows, c1 - c0,
+                               columns, acc + c0);
+          return;
+        }
+      }
+      for (int64_t row = 0; row < rows; ++row) {
+        GradRange(slope, dy, v, dx, row * columns + c0, row * columns + c1);
+        AddRowToSums(dx.data<T>() + row * columns + c0, acc + c0, c1 - c0);
+      }
+    });
+    StoreAs(acc, sums->data<T>(), columns);
+    return Status::Ok();
+  });
+}
+
+// dX block by block over the pool's threads, with the folded sums where the plan asks.
 template <typename Slope>
 Status PointwiseGradWith(KernelContext& context, const Slope& slope) {
   ONNX_AMP_ASSIGN_OR_RETURN(const Tensor* dy, FloatInput(context, 0));
@@ -166,29 +233,14 @@ Status PointwiseGradWith(KernelContext& context, const Slope& slope) {
     return context.Error(ErrorCode::kInvalidModel, "dY " + ShapeToString(dy->shape()) + " and the forward value " +
                                                        ShapeToString(v->shape()) + " differ in shape");
   }
-  if (context.num_outputs() < 1 || !context.output_used(0)) return Status::Ok();
-  ONNX_AMP_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, dy->dtype(), dy->shape()));
-  if constexpr (std::is_same_v<Slope, ReluSlope>) {
-    if (IsLowPrecision(dy->dtype()) && v->dtype() == dy->dtype()) {
-      context.threads().ParallelFor(dy->num_elements(), kChunk, [&](int64_t begin, int64_t end) {
-        ReluGradOnLowPrecisionBits(dy->dtype(), static_cast<const uint16_t*>(dy->raw_data()) + begin,
-                                   static_cast<const uint16_t*>(v->raw_data()) + begin,
-                                   static_cast<uint16_t*>(dx->raw_data()) + begin, end - begin);
-      });
-      return Status::Ok();
-    }
+  const int summed_axes = context.summed_leading_axes();
+  if (context.num_outputs() < 1 || !(context.output_used(0) || (summed_axes > 0 && context.output_used(1)))) {
+    return Status::Ok();
   }
-  context.threads().ParallelFor(dy->num_elements(), kChunk, [&](int64_t begin, int64_t end) {
-    float grad[kGradBlock], values[kGradBlock], slopes[kGradBlock];
-    for (int64_t block = begin; block < end; block += kGradBlock) {
-      const int64_t n = std::min(kGradBlock, end - block);
-      const float* g = Float32BlockOf(*dy, block, n, grad);
-      const float* value = Float32BlockOf(*v, block, n, values);
-      float* out = dx->dtype() == DType::kFloat32 ? dx->data<float>() + block : grad;
-      ApplySlope(slope, g, value, slopes, out, n);
-      if (out == grad) StoreFloat32Block(grad, block, n, *dx);
-    }
-  });
+  ONNX_AMP_ASSIGN_OR_RETURN(Tensor * dx, context.AllocateOutput(0, dy->dtype(), dy->shape()));
+  if (summed_axes > 0) return GradWithLeadingSums(context, slope, *dy, *v, *dx, summed_axes);
+  context.threads().ParallelFor(dy->num_elements(), kChunk,
+                                [&](int64_t begin, int64_t end) { GradRange(slope, *dy, *v, *dx, begin, end); });
   return Status::Ok();
 }
 
@@ -249,6 +301,7 @@ void RegisterActivationCpuKernels(KernelRegistry& registry) {
     if (!activation.gradient_op.empty()) {
       KernelDef gradient{kOnnxAmpDomain, activation.gradient_op, DeviceKind::kCpu, activation.gradient};
       gradient.channels_last = kElementWiseChannelsLast;
+      gradient.sums_leading_axes = true;
       registry.Register(gradient);
     }
   }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ops/common/block_io.h"
+#include "ops/common/column_sums.h"
 #include "ops/reduction/lane_extremum.h"
 #include "ops/reduction/reduce_math.h"
 #include "ops/reduction/reduce_plan.h"
@@ -69,7 +70,10 @@ inline A FoldRow(A acc, const S* row, int64_t count, A shift) {
 // acc[i] folded with row[i] for i < width (one step of several outputs at once).
 template <typename Kind, typename A, typename S>
 inline void StepColumns(A* acc, const S* row, int64_t width, const A* shift) {
-  if constexpr (kIsLowPrecision<S>) {
+  if constexpr (std::is_same_v<Kind, ReduceSumKind> && std::is_same_v<A, float> &&
+                (std::is_same_v<S, float> || kIsLowPrecision<S>)) {
+    AddRowToSums(row, acc, width);
+  } else if constexpr (kIsLowPrecision<S>) {
     float block[kBlockSize];
     for (int64_t i0 = 0; i0 < width; i0 += kBlockSize) {
       const int64_t n = std::min(kBlockSize, width - i0);

@@ -98,6 +98,11 @@ class KernelContext {
   // odd extent left out) of the node's result, channels-last: a MaxPool folded in; set
   // only for kernels registered with KernelDef::pools_output.
   virtual bool pools_output() const { return false; }
+  // n > 0: output 1, past the node's own outputs, is to hold output 0 summed over its
+  // first n axes, kept as 1s, as a ReduceSum over those axes with keepdims gives it (a
+  // bias gradient folded into the activation gradient before it); 0: none. Set only for
+  // kernels registered with KernelDef::sums_leading_axes.
+  virtual int summed_leading_axes() const { return 0; }
   // Whether input (output) `index` holds its [N, C, ...] values in channels-last memory
   // order ([N, ..., C], runtime/executor/plan_layouts.h); set only as the kernel's
   // KernelDef::channels_last allows.
@@ -191,6 +196,10 @@ struct KernelDef {
   // may fold into it such a MaxPool that alone reads its channels-last output 0 (a first
   // layer's pool: the layer's whole output is then never stored). nullptr: never.
   bool (*pools_output)(const Tensor& weights, int64_t group) = nullptr;
+  // Honours KernelContext::summed_leading_axes(), so the plan may fold into this node a
+  // ReduceSum over the leading axes of its output 0 (a bias gradient: the sums then cost
+  // no pass over dX of their own).
+  bool sums_leading_axes = false;
 };
 
 }  // namespace onnx_amp

@@ -194,6 +194,7 @@ class PlanBuilder {
         FuseMaxPoolsIntoConvs(*plan, outer_reads, keep);
         MoveRelusIntoReaders(*plan, outer_reads, keep);
       }
+      FuseLeadingAxisSums(*plan, outer_reads);
     }
     if (missing_.empty()) PlaceValues(*plan, outer_reads, on_device ? device_ : DeviceKind::kCpu);
     MarkLastUses(*plan, outer_reads);

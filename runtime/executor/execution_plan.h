@@ -54,6 +54,8 @@ struct PlanStep {
   bool relu_input = false;
   // A 2x2 stride-2 MaxPool folded in (plan_fusion.h): output 0 is the pool's output.
   bool pooled_output = false;
+  // A ReduceSum over output 0's first n axes folded in (plan_fusion.h): output 1 holds it.
+  int summed_leading_axes = 0;
   // The kernel's state across runs (prepacked weights); a cache, hence mutable.
   mutable std::unique_ptr<KernelState> state;
   std::vector<int> inputs;            // slot per node input, -1 for an absent one

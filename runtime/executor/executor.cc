@@ -175,6 +175,7 @@ class NodeContext final : public KernelContext {
   bool fused_relu_grad() const override { return step_.relu_grad; }
   bool relu_of_input() const override { return step_.relu_input; }
   bool pools_output() const override { return step_.pooled_output; }
+  int summed_leading_axes() const override { return step_.summed_leading_axes; }
   bool input_channels_last(int index) const override {
     return index >= 0 && index < num_inputs() && ChannelsLast(step_.inputs[index]);
   }

@@ -2,10 +2,12 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <string_view>
 
 #include "runtime/core/onnx_domain.h"
 #include "runtime/graph/graph_view.h"
+#include "runtime/io/tensor_proto.h"
 
 namespace onnx_amp {
 
@@ -89,6 +91,57 @@ bool PoolsPlain2x2(const PlanStep& step, const SlotUses& uses, const std::vector
     else if (name == "auto_pad" && attribute.s() != "NOTSET" && attribute.s() != "VALID") return false;
   }
   return kernel_2x2 && stride_2;
+}
+
+// The int64 values of `slot` where it is a constant: an initializer, or the output of an
+// ai.onnx Constant step (value or value_ints). False where it is not.
+bool ConstantInts(const GraphPlan& plan, const SlotUses& uses, int slot, std::vector<int64_t>& values) {
+  if (slot < 0) return false;
+  Tensor decoded;
+  const Tensor* tensor = InitializerOf(plan, slot);
+  if (tensor == nullptr) {
+    const int producer = uses.producer[slot];
+    if (producer < 0) return false;
+    const onnx::NodeProto& node = *plan.steps[producer].node;
+    if (node.op_type() != "Constant" || !IsOnnxDomain(node.domain()) || node.attribute_size() != 1) return false;
+    const onnx::AttributeProto& attribute = node.attribute(0);
+    if (attribute.name() == "value_ints") {
+      values.assign(attribute.ints().begin(), attribute.ints().end());
+      return true;
+    }
+    if (attribute.name() != "value" || !attribute.has_t()) return false;
+    Expected<Tensor> value = TensorFromProto(attribute.t());
+    if (!value.ok()) return false;
+    decoded = std::move(*value);
+    tensor = &decoded;
+  }
+  if (tensor->dtype() != DType::kInt64 || tensor->rank() > 1) return false;
+  const int64_t* data = tensor->data<int64_t>();
+  values.assign(data, data + tensor->num_elements());
+  return true;
+}
+
+// n where `step` is an ai.onnx ReduceSum with keepdims over axes {0, ..., n-1} given as
+// constants (the input from opset 13, the attribute before); 0 otherwise.
+int LeadingAxesSummed(const GraphPlan& plan, const SlotUses& uses, const PlanStep& step) {
+  const onnx::NodeProto& node = *step.node;
+  if (node.op_type() != "ReduceSum" || !IsOnnxDomain(node.domain()) || step.inputs.empty() || step.outputs.size() != 1 ||
+      step.outputs[0] < 0 || IntAttribute(node, "keepdims", 1) != 1) {
+    return 0;
+  }
+  std::vector<int64_t> axes;
+  if (step.opset >= 13) {
+    if (step.inputs.size() < 2 || !ConstantInts(plan, uses, step.inputs[1], axes)) return 0;
+  } else {
+    for (const onnx::AttributeProto& attribute : node.attribute()) {
+      if (attribute.name() == "axes") axes.assign(attribute.ints().begin(), attribute.ints().end());
+    }
+  }
+  std::sort(axes.begin(), axes.end());
+  for (size_t k = 0; k < axes.size(); ++k) {
+    if (axes[k] != static_cast<int64_t>(k)) return 0;
+  }
+  return static_cast<int>(axes.size());
 }
 
 }  // namespace
@@ -186,6 +239,32 @@ void FuseMaxPoolsIntoConvs(GraphPlan& plan, std::vector<std::vector<int>>& outer
     conv.pooled_output = true;
     conv.outputs[0] = pool.outputs[0];
     conv.op_label += "+MaxPool";
+    folded[s] = true;
+  }
+  RemoveFoldedSteps(plan, outer_reads, folded);
+}
+
+void FuseLeadingAxisSums(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads) {
+  const SlotUses uses = CountSlotUses(plan, outer_reads);
+  const auto channels_last = [&](int slot) { return !plan.channels_last.empty() && plan.channels_last[slot]; };
+  std::vector<bool> folded(plan.steps.size(), false);
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const PlanStep& sum = plan.steps[s];
+    if (sum.device != DeviceKind::kCpu || !sum.subgraphs.empty()) continue;
+    const int axes = LeadingAxesSummed(plan, uses, sum);
+    const int value = sum.inputs.empty() ? -1 : sum.inputs[0];
+    if (axes == 0 || value < 0 || plan.slot_kinds[value] != SlotKind::kNodeOutput || uses.producer[value] < 0 ||
+        channels_last(value) || channels_last(sum.outputs[0])) {
+      continue;
+    }
+    PlanStep& producer = plan.steps[uses.producer[value]];
+    if (producer.device != DeviceKind::kCpu || producer.kernel == nullptr || !producer.kernel->sums_leading_axes ||
+        producer.summed_leading_axes != 0 || producer.outputs.size() != 1 || producer.outputs[0] != value) {
+      continue;
+    }
+    producer.summed_leading_axes = axes;
+    producer.outputs.push_back(sum.outputs[0]);
+    producer.op_label += "+ReduceSum";
     folded[s] = true;
   }
   RemoveFoldedSteps(plan, outer_reads, folded);

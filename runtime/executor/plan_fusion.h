@@ -1,7 +1,8 @@
 // Rewrites of a built plan that fold a node into the step producing its input, shared by
 // the plan builder's fusions: who reads and who produces each slot, integer attributes, the constants behind
-// initializer slots, the widening-Cast, ReluGrad and first-layer max pool folds, moving a
-// folded Relu on into the max pool that reads it, and the removal of folded steps.
+// initializer slots, the widening-Cast, ReluGrad, first-layer max pool and bias-gradient
+// sum folds, moving a folded Relu on into the max pool that reads it, and the removal of
+// folded steps.
 #pragma once
 
 #include <vector>
@@ -57,6 +58,14 @@ void MoveRelusIntoReaders(GraphPlan& plan, const std::vector<std::vector<int>>& 
 // writes only the pooled values, the numbers the MaxPool would give. Must run after
 // AssignChannelsLast (plan_layouts.h) and before MoveRelusIntoReaders.
 void FuseMaxPoolsIntoConvs(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& keep);
+
+// Folds each CPU ReduceSum over the first n axes of its input (axes 0..n-1 in any order,
+// constant; keepdims) into the step producing that input as its output 0, when the
+// step's kernel sums its output itself (KernelDef::sums_leading_axes: the activation
+// gradients, whose dX a bias gradient sums) and the value is not channels-last. The step
+// then writes the sums as an output 1 of its own, the numbers the ReduceSum would give,
+// without a pass over dX of their own. Must run after AssignChannelsLast.
+void FuseLeadingAxisSums(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads);
 
 // Drops the steps marked in `folded`, keeping `outer_reads` parallel to plan.steps.
 void RemoveFoldedSteps(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& folded);

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "ops/common/relu_bits.h"
 #include "runtime/core/float16.h"
 #include "runtime/core/onnx_domain.h"
 #include "tests/ops/single_node_harness.h"
@@ -338,6 +339,58 @@ TEST(ElementwiseLowPrecisionReluGrad, EveryGradientBitPattern) {
                                   : magnitude == infinity ? default_nan
                                                           : static_cast<uint16_t>(g & 0x8000);
         ASSERT_EQ(out[i], expected) << DTypeName(dtype) << " dY bits " << std::hex << i << ", Y bits " << y_bits;
+      }
+    }
+  }
+}
+
+// The one-pass AVX-512 loop of ReluGrad with its sums down the rows (a bias gradient
+// folded in): every dY bit pattern against Y of each class, in 64 rows of 1021 values
+// 1024 apart (the last columns under masks), row counts ending inside a pass of four;
+// dX as the definition above gives it, the columns past the width untouched, and each
+// sum the float32 sum of its column's dX in row order.
+TEST(ElementwiseLowPrecisionReluGrad, RowsWithSumsOnAvx512GiveTheDefinitionsBits) {
+  if (!ReluGradRowsWithSumsOnAvx512()) GTEST_SKIP() << "this CPU has no AVX512BW (or ONNX_AMP_MAX_CPU_ISA holds it)";
+  constexpr int64_t kStride = 1024, kWidth = 1021;
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16}) {
+    const bool half = dtype == DType::kFloat16;
+    const auto value_of = [&](uint16_t bits) { return half ? HalfBitsToFloat(bits) : BFloat16BitsToFloat(bits); };
+    const uint16_t quiet = half ? 0x0200 : 0x0040, infinity = half ? 0x7c00 : 0x7f80;
+    const uint16_t default_nan = half ? 0xfe00 : 0xffc0;
+    for (const int64_t rows : {int64_t{64}, int64_t{63}, int64_t{2}}) {
+      for (const uint16_t y_class : {uint16_t{0x8000}, uint16_t{0x0001}, uint16_t{0x3c00}, infinity, uint16_t{0xffff}}) {
+        std::vector<uint16_t> dy(rows * kStride), y(rows * kStride), dx(rows * kStride, 0x1234);
+        for (size_t i = 0; i < dy.size(); ++i) {
+          dy[i] = static_cast<uint16_t>(i * 40503u);  // every pattern once over 64 rows
+          y[i] = static_cast<uint16_t>(y_class ^ (i % 3 == 0 ? 0x8000 : 0));
+        }
+        std::vector<float> sums(kWidth, 0.0f);
+        ReluGradRowsWithSumsAvx512(dtype, dy.data(), y.data(), dx.data(), rows, kWidth, kStride, sums.data());
+        std::vector<float> expected_sums(kWidth, 0.0f);
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t j = 0; j < kStride; ++j) {
+            const size_t i = static_cast<size_t>(r * kStride + j);
+            if (j >= kWidth) {
+              ASSERT_EQ(dx[i], 0x1234) << "row " << r << " column " << j << " past the width was written";
+              continue;
+            }
+            const uint16_t g = dy[i], magnitude = g & 0x7fff;
+            const uint16_t expected = magnitude > infinity ? static_cast<uint16_t>(g | quiet)
+                                      : value_of(y[i]) > 0.0f ? g
+                                      : magnitude == infinity ? default_nan
+                                                              : static_cast<uint16_t>(g & 0x8000);
+            ASSERT_EQ(dx[i], expected) << DTypeName(dtype) << " dY bits " << std::hex << g << ", Y bits " << y[i];
+            expected_sums[j] += value_of(expected);
+          }
+        }
+        // Which of two NaNs a sum keeps is the adder's operand order, not the contract.
+        for (int64_t j = 0; j < kWidth; ++j) {
+          uint32_t got, want;
+          std::memcpy(&got, &sums[j], 4);
+          std::memcpy(&want, &expected_sums[j], 4);
+          if (std::isnan(expected_sums[j])) ASSERT_TRUE(std::isnan(sums[j])) << "column " << j;
+          else ASSERT_EQ(got, want) << DTypeName(dtype) << " rows " << rows << " column " << j;
+        }
       }
     }
   }
