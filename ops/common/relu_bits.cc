@@ -52,6 +52,25 @@ void ReluGradRowsWithSums(DType dtype, const uint16_t* dy, const uint16_t* y, ui
   }
 }
 
+namespace {
+
+ONNX_AMP_CPU_CLONES void ReluGradFloat32(const float* dy, const float* y, float* dx, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) dx[i] = dy[i] * (y[i] > 0.0f ? 1.0f : 0.0f);
+}
+
+}  // namespace
+
+void ReluGradRowsWithSums(const float* dy, const float* y, float* dx, int64_t rows, int64_t width, int64_t stride,
+                          float* sums) {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+  if (ReluGradRowsWithSumsOnAvx512()) return ReluGradRowsWithSumsAvx512(dy, y, dx, rows, width, stride, sums);
+#endif
+  for (int64_t r = 0; r < rows; ++r) {
+    ReluGradFloat32(dy + r * stride, y + r * stride, dx + r * stride, width);
+    AddRowToSums(dx + r * stride, sums, width);
+  }
+}
+
 ONNX_AMP_CPU_CLONES void ReluFloat32(const float* in, float* out, int64_t count) {
   for (int64_t i = 0; i < count; ++i) out[i] = in[i] < 0.0f ? 0.0f : in[i];
 }

@@ -1,9 +1,9 @@
-// Relu over whole arrays, as ReluOp (elementwise_math.h) gives it: a negative value
-// becomes +0; -0 and NaN stay. float16/bfloat16 on their bits, integer work the compiler
-// vectorises, instead of widening each value to float32 and rounding the result back.
-// Both are built for the widest vectors the CPU has (cpu_clones.h): the baseline build's
-// 4-wide loop made the Relu after each convolution of a small CNN cost a tenth of its
-// inference.
+// Relu and ReluGrad over whole arrays, as ReluOp and ReluSlope (elementwise_math.h) give
+// them: a negative value becomes +0; -0 and NaN stay. float16/bfloat16 on their bits,
+// integer work the compiler vectorises, instead of widening each value to float32 and
+// rounding the result back. Built for the widest vectors the CPU has (cpu_clones.h): the
+// baseline build's 4-wide loop made the Relu after each convolution of a small CNN cost a
+// tenth of its inference. ReluGrad with a bias gradient's sums, in one pass, too.
 #pragma once
 
 #include <cstdint>
@@ -28,9 +28,14 @@ void ReluGradOnLowPrecisionBits(DType dtype, const uint16_t* dy, const uint16_t*
 // kFloat16 or kBFloat16; `dx` may be `dy`.
 void ReluGradRowsWithSums(DType dtype, const uint16_t* dy, const uint16_t* y, uint16_t* dx, int64_t rows,
                           int64_t width, int64_t stride, float* sums);
-// Its AVX-512 loop (relu_grad_sums_avx512.cc); needs AVX512BW.
+// The same for float32: dx = dy * (y > 0 ? 1 : 0), the multiply kept, as ReluGrad gives it.
+void ReluGradRowsWithSums(const float* dy, const float* y, float* dx, int64_t rows, int64_t width, int64_t stride,
+                          float* sums);
+// Their AVX-512 loops (relu_grad_sums_avx512.cc); need AVX512BW.
 void ReluGradRowsWithSumsAvx512(DType dtype, const uint16_t* dy, const uint16_t* y, uint16_t* dx, int64_t rows,
                                 int64_t width, int64_t stride, float* sums);
+void ReluGradRowsWithSumsAvx512(const float* dy, const float* y, float* dx, int64_t rows, int64_t width,
+                                int64_t stride, float* sums);
 // Whether ReluGradRowsWithSums takes that loop (the CPU has AVX512BW, ONNX_AMP_MAX_CPU_ISA
 // allows AVX-512).
 bool ReluGradRowsWithSumsOnAvx512();

@@ -1,6 +1,6 @@
-// The AVX-512 (F + BW) loop of ReluGradRowsWithSums (relu_bits.h): dX and its sums down
-// the rows in one pass. Only this function carries the target (the file is compiled for
-// any x86-64); relu_bits.cc calls it where the CPU has AVX512BW.
+// The AVX-512 (F + BW) loops of ReluGradRowsWithSums (relu_bits.h): dX and its sums down
+// the rows in one pass. Only these functions carry the target (the file is compiled for
+// any x86-64); relu_bits.cc calls them where the CPU has AVX512BW.
 #include "ops/common/relu_bits.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
@@ -87,7 +87,32 @@ ONNX_AMP_RELU_SUMS_TARGET void RowsWithSums(const uint16_t* dy, const uint16_t* 
   }
 }
 
+// 16 lanes of float32 ReluGrad: dy * (y > 0 ? 1 : 0), the multiply kept (a zero of dy's
+// sign, inf * 0 the default NaN, NaN quieted).
+ONNX_AMP_RELU_SUMS_TARGET inline __m512 ReluGrad16(__m512 g, __m512 v) {
+  const __mmask16 positive = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GT_OQ);
+  return _mm512_mul_ps(g, _mm512_mask_blend_ps(positive, _mm512_setzero_ps(), _mm512_set1_ps(1.0f)));
+}
+
 }  // namespace
+
+ONNX_AMP_RELU_SUMS_TARGET void ReluGradRowsWithSumsAvx512(const float* dy, const float* y, float* dx, int64_t rows,
+                                                          int64_t width, int64_t stride, float* sums) {
+  for (int64_t r0 = 0; r0 < rows; r0 += kRowsPerPass) {
+    const int64_t pass_end = std::min(rows, r0 + kRowsPerPass);
+    for (int64_t j = 0; j < width; j += 16) {
+      const __mmask16 lanes = FirstLanes(width - j);
+      __m512 sum = _mm512_maskz_loadu_ps(lanes, sums + j);
+      for (int64_t r = r0; r < pass_end; ++r) {
+        const int64_t at = r * stride + j;
+        const __m512 out = ReluGrad16(_mm512_maskz_loadu_ps(lanes, dy + at), _mm512_maskz_loadu_ps(lanes, y + at));
+        _mm512_mask_storeu_ps(dx + at, lanes, out);
+        sum = _mm512_add_ps(sum, out);
+      }
+      _mm512_mask_storeu_ps(sums + j, lanes, sum);
+    }
+  }
+}
 
 ONNX_AMP_RELU_SUMS_TARGET void ReluGradRowsWithSumsAvx512(DType dtype, const uint16_t* dy, const uint16_t* y,
                                                           uint16_t* dx, int64_t rows, int64_t width, int64_t stride,

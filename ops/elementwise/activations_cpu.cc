@@ -206,11 +206,16 @@ Status GradWithLeadingSums(KernelContext& context, const Slope& slope, const Ten
     using T = typename decltype(tag)::type;
     context.threads().ParallelFor(columns, kSumColumns, [&](int64_t c0, int64_t c1) {
       std::fill(acc + c0, acc + c1, 0.0f);
-      if constexpr (std::is_same_v<Slope, ReluSlope> && kIsLowPrecision<T>) {
+      if constexpr (std::is_same_v<Slope, ReluSlope>) {
         if (v.dtype() == dy.dtype()) {
-          const auto bits = [&](const Tensor& t) { return static_cast<const uint16_t*>(t.raw_data()) + c0; };
-          ReluGradRowsWithSums(dy.dtype(), bits(dy), bits(v), static_cast<uint16_t*>(dx.raw_data()) + c0, rows, c1 - c0,
-                               columns, acc + c0);
+          if constexpr (std::is_same_v<T, float>) {
+            ReluGradRowsWithSums(dy.data<float>() + c0, v.data<float>() + c0, dx.data<float>() + c0, rows, c1 - c0,
+                                 columns, acc + c0);
+          } else {
+            const auto bits = [&](const Tensor& t) { return static_cast<const uint16_t*>(t.raw_data()) + c0; };
+            ReluGradRowsWithSums(dy.dtype(), bits(dy), bits(v), static_cast<uint16_t*>(dx.raw_data()) + c0, rows,
+                                 c1 - c0, columns, acc + c0);
+          }
           return;
         }
       }
