@@ -102,6 +102,16 @@ def check(met, text):
     return f"  [{'met' if met else 'NOT MET'}] {text}"
 
 
+def demand_note(row, target_ms, peak_rate, instruction):
+    """What a target step time asks of the whole step's GEMM rate, against the CPU's peak
+    for that precision: "; needs N GFLOP/s, P% of the <instruction> peak" (empty where the
+    step's FLOPs or the peak are unknown)."""
+    if not row.get("gflop") or not peak_rate:
+        return ""
+    needed = row["gflop"] / (target_ms / 1e3)
+    return f"; needs {needed:.0f} GFLOP/s, {needed / peak_rate:.0%} of the {instruction} peak"
+
+
 def training_checks(rows, machine, peak):
     lines = []
     for (model, batch) in sorted({(r["model"], r["batch"]) for r in rows if r["runtime"] == "onnx-amp"}):
@@ -114,13 +124,12 @@ def training_checks(rows, machine, peak):
             lines.append(check(speedup >= 1.9, f"{label} mixed_bfloat16 {speedup:.2f}x faster than our float32 (>= 1.9x)"))
         if tbf:
             ratio = bf16["median_ms"] / tbf["median_ms"]
-            lines.append(check(ratio <= 0.75, f"{label} mixed_bfloat16 {ratio:.2f}x PyTorch bf16 autocast (<= 0.75x)"))
+            demand = demand_note(bf16, 0.75 * tbf["median_ms"], peak.get("bf16_dot"), "VDPBF16PS")
+            lines.append(check(ratio <= 0.75,
+                               f"{label} mixed_bfloat16 {ratio:.2f}x PyTorch bf16 autocast (<= 0.75x{demand})"))
         if t32:
             ratio = f32["median_ms"] / t32["median_ms"]
-            # What 0.8x asks of the whole step, against what the CPU can do at all.
-            needed = f32.get("gflop") and f32["gflop"] / (0.8 * t32["median_ms"] / 1e3)
-            demand = (f"; needs {needed:.0f} GFLOP/s, {needed / peak['f32_fma']:.0%} of the FMA peak"
-                      if needed and peak.get("f32_fma") else "")
+            demand = demand_note(f32, 0.8 * t32["median_ms"], peak.get("f32_fma"), "FMA")
             lines.append(check(ratio <= 0.8, f"{label} float32 {ratio:.2f}x PyTorch float32 (<= 0.8x{demand})"))
         if not machine["avx512_fp16"] and not machine["amx_bf16"]:
             ratio = f16["median_ms"] / f32["median_ms"]
