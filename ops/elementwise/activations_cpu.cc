@@ -187,7 +187,7 @@ constexpr int64_t kSumColumns = 1024;
 // gradient's ReduceSum folded in (runtime/executor/plan_fusion.h). Threads split the
 // columns (the elements past those axes); each sums its columns down the rows in order
 // in float32 and rounds once, ReduceSum's order and bits (column_sums.h), reading each
-// row of dX while it is still in L1.
+// row of dX while it is still in L1 where each thread gets columns of its own.
 template <typename Slope>
 Status GradWithLeadingSums(KernelContext& context, const Slope& slope, const Tensor& dy, const Tensor& v, Tensor& dx,
                            int axes) {
@@ -202,10 +202,21 @@ Status GradWithLeadingSums(KernelContext& context, const Slope& slope, const Ten
   const int64_t rows = columns == 0 ? 0 : dy.num_elements() / columns;
   ONNX_AMP_ASSIGN_OR_RETURN(Tensor totals, context.ScratchFloat32(columns));
   float* acc = totals.data<float>();
+  // Too few columns to give every thread a chunk: dX over all the threads first, then the
+  // sums from it (the two steps' passes, the same bits).
+  const bool one_pass = columns >= kSumColumns * context.threads().num_threads();
+  if (!one_pass) {
+    context.threads().ParallelFor(dy.num_elements(), kChunk,
+                                  [&](int64_t begin, int64_t end) { GradRange(slope, dy, v, dx, begin, end); });
+  }
   return DispatchDType<kMaskFloat32 | kMaskFloat16 | kMaskBFloat16>(context, dx.dtype(), [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
     context.threads().ParallelFor(columns, kSumColumns, [&](int64_t c0, int64_t c1) {
       std::fill(acc + c0, acc + c1, 0.0f);
+      if (!one_pass) {
+        for (int64_t row = 0; row < rows; ++row) AddRowToSums(dx.data<T>() + row * columns + c0, acc + c0, c1 - c0);
+        return;
+      }
       if constexpr (std::is_same_v<Slope, ReluSlope>) {
         if (v.dtype() == dy.dtype()) {
           if constexpr (std::is_same_v<T, float>) {

@@ -2,8 +2,9 @@
 // folds into the gradient step (plan_fusion.h FuseLeadingAxisSums): the fused step gives
 // the bits of the two steps, dX and the sums, in every float dtype, on ReluGrad's
 // one-pass loop (AVX-512, and the portable one when the suite runs held to AVX2) and on
-// the other gradients' path, with NaN, infinities and signed zeros in dY and Y, widths
-// that end inside a vector and row counts that end inside a pass. Axes given as a
+// the other gradients' path, and where there are too few columns to split among the
+// threads, with NaN, infinities and signed zeros in dY and Y, widths that end inside a
+// vector and row counts that end inside a pass. Axes given as a
 // Constant node, an initializer or (before opset 13) an attribute fold; other axes and
 // keepdims=0 do not.
 #include <gtest/gtest.h>
@@ -137,12 +138,15 @@ void ExpectFoldedWithTheTwoStepsBits(const std::string& gradient, const SumCase&
 }
 
 const SumCase kCases[] = {
-    // Rows ending inside a pass of four; widths ending inside, at and past 32 columns,
-    // and past one parallel chunk of columns.
+    // Columns for every thread (the one-pass loops): rows ending inside a pass of four,
+    // each thread's columns ending inside a vector.
+    {{9, 2100}, {0}},
+    {{2, 3, 1400}, {0}},
+    {{6, 2055}, {0}},
+    // Fewer columns (dX first, then the sums): widths ending inside, at and past 32.
     {{37, 70}, {0}},
     {{4, 32}, {0}},
     {{1, 5}, {0}},
-    {{9, 2100}, {0}},
     // A bias gradient of a 3-D MatMul: the batch and sequence axes.
     {{3, 5, 40}, {1, 0}},
     {{6, 33}, {0}, AxesFrom::kInitializer},
@@ -160,7 +164,8 @@ TEST(LeadingAxisSumFusionTest, OtherGradientsWithTheirSumsGiveTheTwoStepsBits) {
   for (const std::string gradient : {"GeluGrad", "TanhGrad"}) {
     for (DType dtype : {DType::kFloat32, DType::kBFloat16}) {
       ExpectFoldedWithTheTwoStepsBits(gradient, kCases[0], dtype, false);
-      ExpectFoldedWithTheTwoStepsBits(gradient, kCases[4], dtype, false);
+      ExpectFoldedWithTheTwoStepsBits(gradient, kCases[3], dtype, false);
+      ExpectFoldedWithTheTwoStepsBits(gradient, kCases[6], dtype, false);
     }
   }
 }
@@ -169,6 +174,7 @@ TEST(LeadingAxisSumFusionTest, OtherGradientsWithTheirSumsGiveTheTwoStepsBits) {
 TEST(LeadingAxisSumFusionTest, SumsOfADXNothingElseReads) {
   for (DType dtype : {DType::kFloat32, DType::kBFloat16}) {
     ExpectFoldedWithTheTwoStepsBits("ReluGrad", kCases[0], dtype, true);
+    ExpectFoldedWithTheTwoStepsBits("ReluGrad", kCases[3], dtype, true);
   }
 }
 
