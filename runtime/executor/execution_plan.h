@@ -10,8 +10,9 @@
 // passed between CPU convolutions and max pools are stored channels-last
 // (plan_layouts.h); then a training BatchNormalization of such a value hands its batch
 // statistics to its gradient through two slots of its own (plan_rewrites.h), a first
-// layer's 2x2 max pool folds into its Conv, and a float32 Conv's Relu that only a max pool
-// reads moves into the pool (plan_fusion.h).
+// layer's 2x2 max pool folds into its Conv, a float32 Conv's Relu that only a max pool
+// reads moves into the pool, and a ReduceSum over the leading axes of an activation
+// gradient's dX (a bias gradient) folds into that gradient (plan_fusion.h).
 #pragma once
 
 #include <memory>
