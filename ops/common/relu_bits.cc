@@ -1,6 +1,5 @@
 #include "ops/common/relu_bits.h"
 
-#include "ops/common/column_sums.h"
 #include "ops/common/cpu_clones.h"
 #include "runtime/core/cpu_isa_cap.h"
 
@@ -37,38 +36,6 @@ bool ReluGradRowsWithSumsOnAvx512() {
 #else
   return false;
 #endif
-}
-
-void ReluGradRowsWithSums(DType dtype, const uint16_t* dy, const uint16_t* y, uint16_t* dx, int64_t rows,
-                          int64_t width, int64_t stride, float* sums) {
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-  if (ReluGradRowsWithSumsOnAvx512()) return ReluGradRowsWithSumsAvx512(dtype, dy, y, dx, rows, width, stride, sums);
-#endif
-  for (int64_t r = 0; r < rows; ++r) {
-    uint16_t* row = dx + r * stride;
-    ReluGradOnLowPrecisionBits(dtype, dy + r * stride, y + r * stride, row, width);
-    if (dtype == DType::kFloat16) AddRowToSums(reinterpret_cast<const Float16*>(row), sums, width);
-    else AddRowToSums(reinterpret_cast<const BFloat16*>(row), sums, width);
-  }
-}
-
-namespace {
-
-ONNX_AMP_CPU_CLONES void ReluGradFloat32(const float* dy, const float* y, float* dx, int64_t count) {
-  for (int64_t i = 0; i < count; ++i) dx[i] = dy[i] * (y[i] > 0.0f ? 1.0f : 0.0f);
-}
-
-}  // namespace
-
-void ReluGradRowsWithSums(const float* dy, const float* y, float* dx, int64_t rows, int64_t width, int64_t stride,
-                          float* sums) {
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-  if (ReluGradRowsWithSumsOnAvx512()) return ReluGradRowsWithSumsAvx512(dy, y, dx, rows, width, stride, sums);
-#endif
-  for (int64_t r = 0; r < rows; ++r) {
-    ReluGradFloat32(dy + r * stride, y + r * stride, dx + r * stride, width);
-    AddRowToSums(dx + r * stride, sums, width);
-  }
 }
 
 ONNX_AMP_CPU_CLONES void ReluFloat32(const float* in, float* out, int64_t count) {

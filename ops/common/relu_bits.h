@@ -24,20 +24,16 @@ void ReluGradOnLowPrecisionBits(DType dtype, const uint16_t* dy, const uint16_t*
 // dx = ReluGrad(dy, y) as ReluGradOnLowPrecisionBits gives it over `rows` rows of `width`
 // values, each row `stride` values after the one before, and sums[j] += dx[r][j] widened
 // to float32 for each row in order: a bias gradient's sums down the rows, the bits of
-// AddRowToSums row after row (column_sums.h), in the pass that writes dx. `dtype`
-// kFloat16 or kBFloat16; `dx` may be `dy`.
-void ReluGradRowsWithSums(DType dtype, const uint16_t* dy, const uint16_t* y, uint16_t* dx, int64_t rows,
-                          int64_t width, int64_t stride, float* sums);
-// The same for float32: dx = dy * (y > 0 ? 1 : 0), the multiply kept, as ReluGrad gives it.
-void ReluGradRowsWithSums(const float* dy, const float* y, float* dx, int64_t rows, int64_t width, int64_t stride,
-                          float* sums);
-// Their AVX-512 loops (relu_grad_sums_avx512.cc); need AVX512BW.
+// AddRowToSums row after row (column_sums.h), in the pass that writes dx. AVX-512 loops
+// (relu_grad_sums_avx512.cc) for where ReluGradRowsWithSumsOnAvx512() holds; elsewhere a
+// caller runs ReluGrad and AddRowToSums row by row. `dtype` kFloat16 or kBFloat16; `dx`
+// may be `dy`.
 void ReluGradRowsWithSumsAvx512(DType dtype, const uint16_t* dy, const uint16_t* y, uint16_t* dx, int64_t rows,
                                 int64_t width, int64_t stride, float* sums);
+// The same for float32: dx = dy * (y > 0 ? 1 : 0), the multiply kept, as ReluGrad gives it.
 void ReluGradRowsWithSumsAvx512(const float* dy, const float* y, float* dx, int64_t rows, int64_t width,
                                 int64_t stride, float* sums);
-// Whether ReluGradRowsWithSums takes that loop (the CPU has AVX512BW, ONNX_AMP_MAX_CPU_ISA
-// allows AVX-512).
+// Whether the CPU has those loops' AVX512BW and ONNX_AMP_MAX_CPU_ISA allows AVX-512.
 bool ReluGradRowsWithSumsOnAvx512();
 
 // out[0, count) = Relu(in[0, count)) of float32 values; `out` may be `in`.

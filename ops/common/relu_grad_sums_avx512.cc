@@ -1,6 +1,6 @@
-// The AVX-512 (F + BW) loops of ReluGradRowsWithSums (relu_bits.h): dX and its sums down
-// the rows in one pass. Only these functions carry the target (the file is compiled for
-// any x86-64); relu_bits.cc calls them where the CPU has AVX512BW.
+// The AVX-512 (F + BW) loops of ReluGradRowsWithSumsAvx512 (relu_bits.h): dX and its sums
+// down the rows in one pass. Only these functions carry the target (the file is compiled
+// for any x86-64); callers check ReluGradRowsWithSumsOnAvx512().
 #include "ops/common/relu_bits.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)

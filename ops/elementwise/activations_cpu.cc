@@ -218,14 +218,14 @@ Status GradWithLeadingSums(KernelContext& context, const Slope& slope, const Ten
         return;
       }
       if constexpr (std::is_same_v<Slope, ReluSlope>) {
-        if (v.dtype() == dy.dtype()) {
+        if (v.dtype() == dy.dtype() && ReluGradRowsWithSumsOnAvx512()) {
           if constexpr (std::is_same_v<T, float>) {
-            ReluGradRowsWithSums(dy.data<float>() + c0, v.data<float>() + c0, dx.data<float>() + c0, rows, c1 - c0,
-                                 columns, acc + c0);
+            ReluGradRowsWithSumsAvx512(dy.data<float>() + c0, v.data<float>() + c0, dx.data<float>() + c0, rows,
+                                       c1 - c0, columns, acc + c0);
           } else {
             const auto bits = [&](const Tensor& t) { return static_cast<const uint16_t*>(t.raw_data()) + c0; };
-            ReluGradRowsWithSums(dy.dtype(), bits(dy), bits(v), static_cast<uint16_t*>(dx.raw_data()) + c0, rows,
-                                 c1 - c0, columns, acc + c0);
+            ReluGradRowsWithSumsAvx512(dy.dtype(), bits(dy), bits(v), static_cast<uint16_t*>(dx.raw_data()) + c0,
+                                       rows, c1 - c0, columns, acc + c0);
           }
           return;
         }
