@@ -30,7 +30,7 @@ ONNX_AMP_CPU_CLONES void ReluGradOnLowPrecisionBits(DType dtype, const uint16_t*
 }
 
 bool ReluGradRowsWithSumsOnAvx512() {
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if defined(__x86_64__)
   static const bool on = CpuIsaAllowed(CpuIsa::kAvx512) && __builtin_cpu_supports("avx512bw");
   return on;
 #else

@@ -3,11 +3,13 @@
 // for any x86-64); callers check ReluGradRowsWithSumsOnAvx512().
 #include "ops/common/relu_bits.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if defined(__x86_64__)
+#if defined(__GNUC__) && !defined(__clang__)
 // A false positive of GCC 12: its AVX-512 headers trip -Wmaybe-uninitialized on
 // their own self-initialised _mm256_undefined_si256().
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>
