@@ -130,21 +130,15 @@ std::optional<ValueShape> GradientContext::KnownShape(const std::string& name) c
 }
 
 std::optional<std::vector<int64_t>> GradientContext::ConstantInts(const std::string& name) const {
-  const onnx::TensorProto* proto = nullptr;
+  Expected<Tensor> tensor = InvalidModel("not a constant");
   for (const onnx::TensorProto& initializer : view_.graph().initializer()) {
-    if (initializer.name() == name) proto = &initializer;
+    if (initializer.name() == name) tensor = TensorFromProto(initializer);
   }
   const ValueInfo* info = view_.FindValue(name);
-  if (proto == nullptr && info != nullptr && info->source == ValueSource::kNodeOutput) {
+  if (!tensor.ok() && info != nullptr && info->source == ValueSource::kNodeOutput) {
     const onnx::NodeProto& producer = view_.node(info->producer);
-    if (producer.op_type() == "Constant" && IsOnnxDomain(producer.domain())) {
-      for (const onnx::AttributeProto& attribute : producer.attribute()) {
-        if (attribute.name() == "value" && attribute.has_t()) proto = &attribute.t();
-      }
-    }
+    if (producer.op_type() == "Constant" && IsOnnxDomain(producer.domain())) tensor = ConstantNodeValue(producer);
   }
-  if (proto == nullptr) return std::nullopt;
-  Expected<Tensor> tensor = TensorFromProto(*proto);
   if (!tensor.ok()) return std::nullopt;
   std::vector<int64_t> values;
   if (tensor->dtype() == DType::kInt64) {

@@ -93,8 +93,8 @@ bool PoolsPlain2x2(const PlanStep& step, const SlotUses& uses, const std::vector
   return kernel_2x2 && stride_2;
 }
 
-// The int64 values of `slot` where it is a constant: an initializer, or the output of an
-// ai.onnx Constant step (value or value_ints). False where it is not.
+// The int64 values of `slot` where it is a constant of at most one dimension: an
+// initializer, or the output of an ai.onnx Constant step. False where it is not.
 bool ConstantInts(const GraphPlan& plan, const SlotUses& uses, int slot, std::vector<int64_t>& values) {
   if (slot < 0) return false;
   Tensor decoded;
@@ -103,14 +103,8 @@ bool ConstantInts(const GraphPlan& plan, const SlotUses& uses, int slot, std::ve
     const int producer = uses.producer[slot];
     if (producer < 0) return false;
     const onnx::NodeProto& node = *plan.steps[producer].node;
-    if (node.op_type() != "Constant" || !IsOnnxDomain(node.domain()) || node.attribute_size() != 1) return false;
-    const onnx::AttributeProto& attribute = node.attribute(0);
-    if (attribute.name() == "value_ints") {
-      values.assign(attribute.ints().begin(), attribute.ints().end());
-      return true;
-    }
-    if (attribute.name() != "value" || !attribute.has_t()) return false;
-    Expected<Tensor> value = TensorFromProto(attribute.t());
+    if (node.op_type() != "Constant" || !IsOnnxDomain(node.domain())) return false;
+    Expected<Tensor> value = ConstantNodeValue(node);
     if (!value.ok()) return false;
     decoded = std::move(*value);
     tensor = &decoded;

@@ -147,6 +147,34 @@ Expected<Tensor> TensorFromProto(const onnx::TensorProto& proto) {
   return tensor;
 }
 
+Expected<Tensor> ConstantNodeValue(const onnx::NodeProto& node) {
+  for (const onnx::AttributeProto& attribute : node.attribute()) {
+    const std::string& name = attribute.name();
+    if (name == "value") return TensorFromProto(attribute.t());
+    if (name == "value_float" || name == "value_int") {
+      const bool is_float = name == "value_float";
+      Tensor tensor = Tensor::Empty(is_float ? DType::kFloat32 : DType::kInt64, {});
+      if (is_float) *tensor.data<float>() = attribute.f();
+      else *tensor.data<int64_t>() = attribute.i();
+      return tensor;
+    }
+    if (name == "value_floats") {
+      Tensor tensor = Tensor::Empty(DType::kFloat32, {attribute.floats_size()});
+      CopyField<float>(attribute.floats(), tensor);
+      return tensor;
+    }
+    if (name == "value_ints") {
+      Tensor tensor = Tensor::Empty(DType::kInt64, {attribute.ints_size()});
+      CopyField<int64_t>(attribute.ints(), tensor);
+      return tensor;
+    }
+    if (name == "value_string" || name == "value_strings" || name == "sparse_value") {
+      return Unsupported("'" + name + "' constants are not supported");
+    }
+  }
+  return InvalidModel("no value attribute");
+}
+
 Expected<onnx::TensorProto> TensorToProto(const Tensor& tensor, const std::string& name) {
   if (!SupportedDType(tensor.dtype())) {
     return Unsupported("tensor '" + name + "': element type " + std::string(DTypeName(tensor.dtype())) +

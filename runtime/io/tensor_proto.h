@@ -12,12 +12,21 @@
 #include "runtime/core/tensor.h"
 #include "runtime/io/named_tensor.h"
 
-namespace onnx { class TensorProto; }
+namespace onnx {
+class NodeProto;
+class TensorProto;
+}  // namespace onnx
 
 namespace onnx_amp {
 
 // Decodes a CPU tensor; the proto's name (or "<unnamed>") appears in every error.
 Expected<Tensor> TensorFromProto(const onnx::TensorProto& proto);
+// The tensor a Constant node holds, from whichever value attribute it has (value,
+// value_float(s), value_int(s)): the one decoding that the Constant kernel and the readers
+// of constant operands (gradient rules, plan fusions) share. Unsupported for string and
+// sparse values, InvalidModel without a value attribute; the message does not name the
+// node, which its callers do.
+Expected<Tensor> ConstantNodeValue(const onnx::NodeProto& node);
 // Encodes a CPU tensor into raw_data, as ONNX tools write it.
 Expected<onnx::TensorProto> TensorToProto(const Tensor& tensor, const std::string& name);
 

@@ -241,6 +241,10 @@ std::vector<GradCase> Cases() {
       {"Unsqueeze", {{"Unsqueeze", {"X", "axes"}}}, {P("X", {2, 3}), ConstI("axes", {0, 3})}},
       {"Expand", {{"Expand", {"X", "shape"}}}, {P("X", {3, 1}), ConstI("shape", {2, 3, 4})}},
       {"Tile", {{"Tile", {"X", "repeats"}}}, {P("X", {2, 3}), ConstI("repeats", {2, 3})}},
+      // Repeats from a Constant node's value_ints: the rule reads them as constants too.
+      {"TileRepeatsFromValueInts",
+       {{"Constant", {}, {"repeats"}, {A("value_ints", std::vector<int64_t>{2, 3})}}, {"Tile", {"X", "repeats"}}},
+       {P("X", {2, 3})}},
       {"Concat", {{"Concat", {"A", "B", "C"}, {"Y"}, {A("axis", int64_t{1})}}}, {P("A", {2, 1}), P("B", {2, 3}), P("C", {2, 2})}},
       {"ConcatOpset9SliceAttributes",
        {{"Concat", {"A", "B", "C"}, {"Y"}, {A("axis", int64_t{1})}}},

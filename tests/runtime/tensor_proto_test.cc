@@ -1,5 +1,6 @@
 // TensorProto <-> Tensor: raw_data round trips for every dtype, the typed fields ONNX
-// writers use, and the errors for what the runtime does not support.
+// writers use, and the errors for what the runtime does not support; the value of a
+// Constant node from each of its value attributes.
 #include "runtime/io/tensor_proto.h"
 
 #include <onnx/onnx_pb.h>
@@ -165,6 +166,75 @@ TEST(TensorProtoTest, FileRoundTripAndErrors) {
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), ErrorCode::kNotFound);
   EXPECT_NE(missing.status().message().find("none.pb"), std::string::npos);
+}
+
+onnx::NodeProto ConstantNode(const onnx::AttributeProto& value) {
+  onnx::NodeProto node;
+  node.set_op_type("Constant");
+  *node.add_attribute() = value;
+  return node;
+}
+
+TEST(TensorProtoTest, ConstantNodeValueFromEachAttribute) {
+  onnx::AttributeProto attribute;
+  attribute.set_name("value_ints");
+  attribute.add_ints(-3);
+  attribute.add_ints(int64_t{1} << 40);
+  Expected<Tensor> ints = ConstantNodeValue(ConstantNode(attribute));
+  ASSERT_TRUE(ints.ok()) << ints.status().message();
+  ASSERT_EQ(ints->dtype(), DType::kInt64);
+  ASSERT_EQ(ints->shape(), (Shape{2}));
+  EXPECT_EQ(ints->data<int64_t>()[0], -3);
+  EXPECT_EQ(ints->data<int64_t>()[1], int64_t{1} << 40);
+
+  attribute = {};
+  attribute.set_name("value_floats");
+  attribute.add_floats(0.5f);
+  Expected<Tensor> floats = ConstantNodeValue(ConstantNode(attribute));
+  ASSERT_TRUE(floats.ok());
+  ASSERT_EQ(floats->dtype(), DType::kFloat32);
+  ASSERT_EQ(floats->shape(), (Shape{1}));
+  EXPECT_EQ(floats->data<float>()[0], 0.5f);
+
+  attribute = {};
+  attribute.set_name("value_int");
+  attribute.set_i(7);
+  Expected<Tensor> scalar_int = ConstantNodeValue(ConstantNode(attribute));
+  ASSERT_TRUE(scalar_int.ok());
+  EXPECT_EQ(scalar_int->shape(), Shape{});
+  EXPECT_EQ(*scalar_int->data<int64_t>(), 7);
+
+  attribute = {};
+  attribute.set_name("value_float");
+  attribute.set_f(-2.25f);
+  Expected<Tensor> scalar_float = ConstantNodeValue(ConstantNode(attribute));
+  ASSERT_TRUE(scalar_float.ok());
+  EXPECT_EQ(scalar_float->dtype(), DType::kFloat32);
+  EXPECT_EQ(*scalar_float->data<float>(), -2.25f);
+
+  attribute = {};
+  attribute.set_name("value");
+  *attribute.mutable_t() = *TensorToProto(Pattern(DType::kInt32, {2, 2}), "t");
+  Expected<Tensor> tensor = ConstantNodeValue(ConstantNode(attribute));
+  ASSERT_TRUE(tensor.ok());
+  EXPECT_EQ(tensor->dtype(), DType::kInt32);
+  EXPECT_EQ(std::memcmp(tensor->raw_data(), Pattern(DType::kInt32, {2, 2}).raw_data(), tensor->bytes()), 0);
+}
+
+TEST(TensorProtoTest, ConstantNodeWithoutSupportedValueIsAnError) {
+  onnx::AttributeProto attribute;
+  attribute.set_name("value_strings");
+  attribute.add_strings("a");
+  Expected<Tensor> strings = ConstantNodeValue(ConstantNode(attribute));
+  ASSERT_FALSE(strings.ok());
+  EXPECT_EQ(strings.status().code(), ErrorCode::kUnsupported);
+  EXPECT_NE(strings.status().message().find("value_strings"), std::string::npos);
+
+  onnx::NodeProto bare;
+  bare.set_op_type("Constant");
+  Expected<Tensor> none = ConstantNodeValue(bare);
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), ErrorCode::kInvalidModel);
 }
 
 }  // namespace
