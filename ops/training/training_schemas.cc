@@ -19,7 +19,10 @@ void ScalarOutput(onnx::InferenceContext& context, size_t output, int32_t elem_t
 // The optimizer-step ops run on float32 master weights and their float32 gradients.
 const char* const kFloat32 = "tensor(float)";
 
-// (weight, gradient, slots..., learning_rate, [step], skip) -> new weight, new slots...
+// (weight, gradient, slots..., learning_rate, [step], skip, [copy]) -> new weight, new
+// slots..., [new copy]. The copy is the weight's low-precision copy that the training
+// graph reads (runtime/train/weight_copies.h): rewritten from the new weight in the
+// update's own pass, so that it is made once per optimizer step.
 onnx::OpSchema UpdateSchema(const char* name, const std::vector<const char*>& slots, bool slots_optional,
                             bool takes_step) {
   onnx::OpSchema schema = NewSchema(name);
@@ -31,18 +34,28 @@ onnx::OpSchema UpdateSchema(const char* name, const std::vector<const char*>& sl
   schema.Input(input++, "learning_rate", "float32 scalar", kFloat32);
   if (takes_step) schema.Input(input++, "step", "int64 scalar: updates applied before this one", "tensor(int64)");
   schema.Input(input++, "skip", "bool scalar: when true the outputs are the inputs, bit for bit", "tensor(bool)");
+  const int copy_input = input;
+  schema.Input(copy_input, "copy", "the weight rounded to float16 or bfloat16; given with new_copy", "C",
+               onnx::OpSchema::Optional);
   schema.Output(0, "new_weight", "", "T");
   int output = 1;
   for (const char* slot : slots) {
     schema.Output(output++, std::string("new_") + slot, "", "T", option);
   }
+  const int copy_output = output;
+  schema.Output(copy_output, "new_copy", "the new weight rounded to the copy's type (to nearest even)", "C",
+                onnx::OpSchema::Optional);
   schema.TypeConstraint("T", {kFloat32}, "float32")
+      .TypeConstraint("C", {"tensor(float16)", "tensor(bfloat16)"}, "the low-precision copy's type")
       .Attr("in_place",
-            "1: the new weight and slots are written into the input buffers, which become the outputs "
+            "1: the new weight, slots and copy are written into the input buffers, which become the outputs "
             "(for a caller that hands over its own tensors)",
             onnx::AttributeProto::INT, static_cast<int64_t>(0))
-      .TypeAndShapeInferenceFunction([](onnx::InferenceContext& context) {
-        for (size_t k = 0; k < context.getNumOutputs(); ++k) Propagate(context, 0, 0, k);
+      .TypeAndShapeInferenceFunction([copy_input, copy_output](onnx::InferenceContext& context) {
+        for (size_t k = 0; k < context.getNumOutputs(); ++k) {
+          const bool copy = static_cast<int>(k) == copy_output;
+          Propagate(context, copy ? copy_input : 0, copy ? copy_input : 0, k);
+        }
       });
   return schema;
 }

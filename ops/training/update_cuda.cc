@@ -138,6 +138,11 @@ Status Update(KernelContext& context, CudaUpdateParams params, int num_slots, bo
   if (skip == nullptr || skip->dtype() != DType::kBool || skip->num_elements() != 1) {
     return context.Error(ErrorCode::kInvalidModel, "skip (input " + std::to_string(skip_index) + ") must be a bool scalar");
   }
+  // The trainer folds the weight Casts into the update on the CPU only; on a device the
+  // training graph keeps them (runtime/train/weight_copies.h).
+  if (context.input(skip_index + 1) != nullptr) {
+    return context.Error(ErrorCode::kUnsupported, "the weight's low-precision copy is written on the CPU only");
+  }
   const bool in_place = context.attr_int("in_place", 0) != 0;
   const float* slots[2] = {nullptr, nullptr};
   float* new_slots[2] = {nullptr, nullptr};

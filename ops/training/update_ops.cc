@@ -1,10 +1,13 @@
 // The fused ops of one optimizer step on float32 master weights: UnscaleAndCheck,
-// GlobalNormClip, and one update op per optimizer. Their arithmetic is
+// GlobalNormClip, and one update op per optimizer, which may also round the new weight
+// into its low-precision copy in the same pass. Their arithmetic is
 // ops/training/gradient_math.h and optimizer_math.h, shared with the loss scaler and the
 // CUDA kernels. Elements are independent (the clip norm is summed serially in parameter
 // order), so splitting the work over threads leaves every bit unchanged. A set skip
 // flag hands the weight and slots back as they came (the same buffers): a skipped step
 // is bit-identical by construction.
+#include <onnx/onnx_pb.h>
+
 #include <atomic>
 #include <cmath>
 #include <string>
@@ -14,6 +17,7 @@
 #include "ops/training/gradient_math.h"
 #include "ops/training/optimizer_math.h"
 #include "ops/training/training_kernels.h"
+#include "runtime/core/convert.h"
 #include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {
@@ -61,16 +65,43 @@ Expected<std::vector<const Tensor*>> VariadicFloat32(const KernelContext& contex
 }
 
 // The tensors of one update op: weight, gradient and up to two slots (nullptr when the
-// optimizer keeps fewer), all float32 of the weight's shape.
+// optimizer keeps fewer), all float32 of the weight's shape, and the weight's float16 or
+// bfloat16 copy (nullptr when the node has none), written at output `copy_output`.
 struct UpdateTensors {
   const Tensor* weight = nullptr;
   const Tensor* gradient = nullptr;
   const Tensor* slots[2] = {nullptr, nullptr};
+  const Tensor* copy = nullptr;
+  int copy_output = 0;
 };
 
-// Reads weight (input 0), gradient (1) and slots (inputs 2..2+num_slots); a slot may be
-// absent only where `slot_optional` (plain SGD's velocity).
-Expected<UpdateTensors> ReadUpdateTensors(const KernelContext& context, int num_slots, bool slot_optional) {
+// Reads the copy (input `copy_input`) where the node asks for its new value (output
+// 1 + num_slots): a float16 or bfloat16 tensor of the weight's shape.
+Status ReadCopy(const KernelContext& context, int num_slots, int copy_input, UpdateTensors& tensors) {
+  const int copy_output = 1 + num_slots;
+  const bool wants_copy = context.num_outputs() > copy_output && !context.node().output(copy_output).empty();
+  const Tensor* copy = context.input(copy_input);
+  if (!wants_copy && copy == nullptr) return Status::Ok();
+  if (!wants_copy || copy == nullptr) {
+    return context.Error(ErrorCode::kInvalidModel, "the copy (input " + std::to_string(copy_input) +
+                                                       ") and its new value (output " + std::to_string(copy_output) +
+                                                       ") come together");
+  }
+  if ((copy->dtype() != DType::kFloat16 && copy->dtype() != DType::kBFloat16) ||
+      copy->shape() != tensors.weight->shape()) {
+    return context.Error(ErrorCode::kInvalidModel, "the copy (input " + std::to_string(copy_input) +
+                                                       ") must be float16 or bfloat16 of the weight's shape " +
+                                                       ShapeToString(tensors.weight->shape()));
+  }
+  tensors.copy = copy;
+  tensors.copy_output = copy_output;
+  return Status::Ok();
+}
+
+// Reads weight (input 0), gradient (1), slots (inputs 2..2+num_slots) and the copy (input
+// `copy_input`); a slot may be absent only where `slot_optional` (plain SGD's velocity).
+Expected<UpdateTensors> ReadUpdateTensors(const KernelContext& context, int num_slots, bool slot_optional,
+                                          int copy_input) {
   UpdateTensors tensors;
   ONNX_AMP_ASSIGN_OR_RETURN(tensors.weight, Float32Input(context, 0, "weight"));
   ONNX_AMP_ASSIGN_OR_RETURN(tensors.gradient, Float32Input(context, 1, "gradient"));
@@ -92,7 +123,18 @@ Expected<UpdateTensors> ReadUpdateTensors(const KernelContext& context, int num_
                            "slot " + std::to_string(k) + " is given but its new value is no output");
     }
   }
+  ONNX_AMP_RETURN_IF_ERROR(ReadCopy(context, num_slots, copy_input, tensors));
   return tensors;
+}
+
+// Rounds new weights w[begin, end) into the copy, to nearest even: the bits a Cast gives.
+void RoundIntoCopy(const float* w, DType copy_type, uint16_t* copy, int64_t begin, int64_t end) {
+  const size_t count = static_cast<size_t>(end - begin);
+  if (copy_type == DType::kBFloat16) {
+    ConvertFloatToBFloat16(w + begin, copy + begin, count);
+  } else {
+    ConvertFloatToHalf(w + begin, copy + begin, count);
+  }
 }
 
 // Runs element(weight, slot0, slot1, gradient) over [begin, end), reading from `in_*`
@@ -114,11 +156,13 @@ ONNX_AMP_CPU_CLONES void UpdateRange(const float* in_w, const float* const* in_s
   }
 }
 
-// Output 0 is the new weight, output 1 + k the new slot k. `element(weight, slot0, slot1,
-// gradient)` updates one element (absent slots read 0 and are not written). With the
-// node's in_place attribute the new values overwrite the weight and slot buffers, which
-// then are the outputs (the trainer's own tensors: no allocation, half the memory
-// traffic of fresh outputs); a skip leaves them untouched either way.
+// Output 0 is the new weight, output 1 + k the new slot k, then the new copy where the
+// node has one. `element(weight, slot0, slot1, gradient)` updates one element (absent
+// slots read 0 and are not written). With the node's in_place attribute the new values
+// overwrite the weight, slot and copy buffers, which then are the outputs (the trainer's
+// own tensors: no allocation, half the memory traffic of fresh outputs); a skip leaves
+// them untouched either way. Each chunk's new weights are rounded into the copy while
+// they are still in cache.
 template <typename Element>
 Status ApplyUpdate(KernelContext& context, const UpdateTensors& in, bool skip, Element element) {
   const bool in_place = context.attr_int("in_place", 0) != 0;
@@ -127,6 +171,7 @@ Status ApplyUpdate(KernelContext& context, const UpdateTensors& in, bool skip, E
     for (int k = 0; k < 2; ++k) {
       if (in.slots[k] != nullptr) context.SetOutput(1 + k, *in.slots[k]);
     }
+    if (in.copy != nullptr) context.SetOutput(in.copy_output, *in.copy);
     if (skip) return Status::Ok();
   }
   const Shape& shape = in.weight->shape();
@@ -149,14 +194,24 @@ Status ApplyUpdate(KernelContext& context, const UpdateTensors& in, bool skip, E
     ONNX_AMP_ASSIGN_OR_RETURN(Tensor * new_slot, context.AllocateOutput(1 + k, DType::kFloat32, shape));
     out_s[k] = new_slot->data<float>();
   }
+  uint16_t* out_copy = nullptr;
+  if (in.copy != nullptr) {
+    out_copy = static_cast<uint16_t*>(const_cast<void*>(in.copy->raw_data()));
+    if (!in_place) {
+      ONNX_AMP_ASSIGN_OR_RETURN(Tensor * new_copy, context.AllocateOutput(in.copy_output, in.copy->dtype(), shape));
+      out_copy = static_cast<uint16_t*>(new_copy->raw_data());
+    }
+  }
+  const DType copy_type = in.copy != nullptr ? in.copy->dtype() : DType::kUndefined;
   const float* in_w = in.weight->data<float>();
   const float* in_g = in.gradient->data<float>();
   context.threads().ParallelFor(in.weight->num_elements(), kGrain, [&](int64_t begin, int64_t end) {
     switch (num_slots) {
-      case 0: return UpdateRange<0>(in_w, in_s, in_g, out_w, out_s, begin, end, element);
-      case 1: return UpdateRange<1>(in_w, in_s, in_g, out_w, out_s, begin, end, element);
-      default: return UpdateRange<2>(in_w, in_s, in_g, out_w, out_s, begin, end, element);
+      case 0: UpdateRange<0>(in_w, in_s, in_g, out_w, out_s, begin, end, element); break;
+      case 1: UpdateRange<1>(in_w, in_s, in_g, out_w, out_s, begin, end, element); break;
+      default: UpdateRange<2>(in_w, in_s, in_g, out_w, out_s, begin, end, element); break;
     }
+    if (out_copy != nullptr) RoundIntoCopy(out_w, copy_type, out_copy, begin, end);
   });
   return Status::Ok();
 }
@@ -170,7 +225,7 @@ Expected<float> LearningRate(const KernelContext& context, int index) {
 }
 
 Status AdamFamily(KernelContext& context, bool decoupled_decay) {
-  ONNX_AMP_ASSIGN_OR_RETURN(const UpdateTensors in, ReadUpdateTensors(context, 2, false));
+  ONNX_AMP_ASSIGN_OR_RETURN(const UpdateTensors in, ReadUpdateTensors(context, 2, false, 7));
   ONNX_AMP_ASSIGN_OR_RETURN(const float learning_rate, LearningRate(context, 4));
   ONNX_AMP_ASSIGN_OR_RETURN(const int64_t step, ScalarInput<int64_t>(context, 5, "step"));
   ONNX_AMP_ASSIGN_OR_RETURN(const bool skip, ScalarInput<bool>(context, 6, "skip"));
@@ -277,7 +332,7 @@ Status GlobalNormClipKernel(KernelContext& context) {
 }
 
 Status SgdUpdateKernel(KernelContext& context) {
-  ONNX_AMP_ASSIGN_OR_RETURN(const UpdateTensors in, ReadUpdateTensors(context, 1, true));
+  ONNX_AMP_ASSIGN_OR_RETURN(const UpdateTensors in, ReadUpdateTensors(context, 1, true, 5));
   ONNX_AMP_ASSIGN_OR_RETURN(const float learning_rate, LearningRate(context, 3));
   ONNX_AMP_ASSIGN_OR_RETURN(const bool skip, ScalarInput<bool>(context, 4, "skip"));
   const float momentum = context.attr_float("momentum", 0.0f);
@@ -295,7 +350,7 @@ Status AdamUpdateKernel(KernelContext& context) { return AdamFamily(context, fal
 Status AdamWUpdateKernel(KernelContext& context) { return AdamFamily(context, true); }
 
 Status RmspropUpdateKernel(KernelContext& context) {
-  ONNX_AMP_ASSIGN_OR_RETURN(const UpdateTensors in, ReadUpdateTensors(context, 1, false));
+  ONNX_AMP_ASSIGN_OR_RETURN(const UpdateTensors in, ReadUpdateTensors(context, 1, false, 5));
   ONNX_AMP_ASSIGN_OR_RETURN(const float learning_rate, LearningRate(context, 3));
   ONNX_AMP_ASSIGN_OR_RETURN(const bool skip, ScalarInput<bool>(context, 4, "skip"));
   const float rho = context.attr_float("rho", 0.9f);

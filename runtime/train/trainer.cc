@@ -4,6 +4,7 @@
 
 #include "runtime/exec/device.h"
 #include "runtime/train/captured_step.h"
+#include "runtime/train/weight_copies.h"
 
 namespace onnx_amp {
 
@@ -35,12 +36,23 @@ Trainer::~Trainer() = default;
 
 Expected<std::unique_ptr<Trainer>> Trainer::Create(TrainingGraph graph, const TrainerConfig& config) {
   ONNX_AMP_RETURN_IF_ERROR(config.scaler.Validate());
-  // The trainer's weights and slots are its own: the update overwrites them in place.
+  // On the CPU the weights' low-precision copies are made by the update, once per step
+  // (weight_copies.h); graph_.train_model stays the plain gradient graph.
+  FoldedWeightCasts folded;
+  if (config.device == nullptr) {
+    folded = FoldWeightCasts(graph.train_model, graph.parameters);
+  } else {
+    folded.model = graph.train_model;
+  }
+  // The trainer's weights, slots and copies are its own: the update overwrites them in place.
   ONNX_AMP_ASSIGN_OR_RETURN(UpdateGraph update,
                             BuildUpdateGraph(graph.parameters, config.optimizer, config.clip_norm, /*in_place=*/true,
-                                             /*scaled=*/config.scaler.enabled));
+                                             /*scaled=*/config.scaler.enabled, folded.copy_types));
   std::vector<Shape> shapes = ParameterShapes(graph.parameters);
   std::unique_ptr<Trainer> trainer(new Trainer(std::move(graph), std::move(update), config, std::move(shapes)));
+  trainer->copy_types_ = std::move(folded.copy_types);
+  trainer->copy_inputs_ = std::move(folded.copy_inputs);
+  trainer->copies_.resize(trainer->copy_inputs_.size());
   ExecutorOptions options;
   options.num_threads = config.num_threads;
   options.max_memory_bytes = config.max_memory_bytes;
@@ -48,7 +60,7 @@ Expected<std::unique_ptr<Trainer>> Trainer::Create(TrainingGraph graph, const Tr
   // Gradients, new weights and slots stay where they are made; evaluation reads its
   // loss and predictions on the host.
   options.outputs_on_host = false;
-  ONNX_AMP_ASSIGN_OR_RETURN(trainer->train_, Executor::Create(trainer->graph_.train_model, options));
+  ONNX_AMP_ASSIGN_OR_RETURN(trainer->train_, Executor::Create(std::move(folded.model), options));
   ONNX_AMP_ASSIGN_OR_RETURN(trainer->update_executor_, Executor::Create(trainer->update_.model, options));
   options.outputs_on_host = true;
   ONNX_AMP_ASSIGN_OR_RETURN(trainer->eval_, Executor::Create(trainer->graph_.eval_model, options));
@@ -138,6 +150,14 @@ Expected<std::map<std::string, Tensor>> Trainer::Feeds(const Batch& batch) {
   return feeds;
 }
 
+void Trainer::RefreshCopies() {
+  if (!copies_stale_) return;
+  for (size_t p = 0; p < copies_.size(); ++p) {
+    if (copy_types_[p] != DType::kUndefined) copies_[p] = MakeWeightCopy(graph_.parameters[p].tensor, copy_types_[p]);
+  }
+  copies_stale_ = false;
+}
+
 Expected<StepResult> Trainer::Step(std::span<const Batch> micro_batches, const std::function<Status()>& while_queued) {
   ONNX_AMP_ASSERT(!micro_batches.empty(), "a training step needs a batch");
   ONNX_AMP_RETURN_IF_ERROR(MoveStateToDevice());
@@ -186,10 +206,14 @@ Expected<StepResult> Trainer::Step(std::span<const Batch> micro_batches, const s
       return sync_->GradientReady(p, accumulate ? sums_[p] : gradients[p], step_number);
     };
   }
+  RefreshCopies();
   for (size_t m = 0; m < micro_batches.size(); ++m) {
     using FeedMap = std::map<std::string, Tensor>;
     ONNX_AMP_ASSIGN_OR_RETURN(FeedMap feeds, Feeds(micro_batches[m]));
     feeds[graph_.seed_input] = seed;
+    for (size_t p = 0; p < copies_.size(); ++p) {
+      for (const std::string& input : copy_inputs_[p]) feeds[input] = copies_[p];
+    }
     const bool last = m + 1 == micro_batches.size();
     ONNX_AMP_ASSIGN_OR_RETURN(RunResult run, train_->Run(feeds, last ? last_run : ExecutorRunOptions{}));
     op_times_.Add(run.stats);
@@ -276,12 +300,15 @@ Status Trainer::Update(std::vector<Tensor> gradients, int64_t micro_batches, con
     feeds[update_.gradient_inputs[p]] = std::move(gradients[p]);
     feeds[parameters[p].name] = parameters[p].tensor;
     for (int k = 0; k < num_slots; ++k) feeds[update_.slot_inputs[k][p]] = optimizer_.slots(k)[p];
+    if (!update_.copy_inputs[p].empty()) feeds[update_.copy_inputs[p]] = copies_[p];
   }
   ONNX_AMP_ASSIGN_OR_RETURN(RunResult run, update_executor_->Run(feeds));
   op_times_.Add(run.stats);
   if (while_queued) ONNX_AMP_RETURN_IF_ERROR(while_queued());
-  ONNX_AMP_ASSERT(run.outputs.size() == 2 + parameters.size() * (1 + num_slots),
-                  "update graph outputs: skip, first non-finite, then each parameter's weight and slots");
+  size_t copies = 0;
+  for (const std::string& copy : update_.copy_inputs) copies += copy.empty() ? 0 : 1;
+  ONNX_AMP_ASSERT(run.outputs.size() == 2 + parameters.size() * (1 + num_slots) + copies,
+                  "update graph outputs: skip, first non-finite, then each parameter's weight, slots and copy");
   ONNX_AMP_ASSIGN_OR_RETURN(const Tensor skip_flag, OnHost(run.outputs[0].tensor));
   ONNX_AMP_ASSIGN_OR_RETURN(const Tensor first_index, OnHost(run.outputs[1].tensor));
   const bool skip = *skip_flag.data<bool>();
@@ -291,6 +318,7 @@ Status Trainer::Update(std::vector<Tensor> gradients, int64_t micro_batches, con
   for (size_t p = 0; p < parameters.size(); ++p) {
     parameters[p].tensor = std::move(run.outputs[out++].tensor);
     for (int k = 0; k < num_slots; ++k) optimizer_.slots(k)[p] = std::move(run.outputs[out++].tensor);
+    if (!update_.copy_inputs[p].empty()) copies_[p] = std::move(run.outputs[out++].tensor);
   }
   optimizer_.CountStep();
   return Status::Ok();

@@ -7,7 +7,9 @@
 //      optimizer's update op per parameter, skipped when a gradient or the loss was
 //      inf/NaN. It takes the master weights and slots in and hands the new ones back;
 //      the trainer keeps those tensors (no copy), and a skipped step keeps the old ones,
-//      so weights, slots and the step count stay bit-identical.
+//      so weights, slots and the step count stay bit-identical. On the CPU it also
+//      rewrites the weights' low-precision copies that the training graph reads in place
+//      of its weight Casts (weight_copies.h).
 // The loss scaler's state machine stays here, fed by the update graph's skip flag and
 // first non-finite gradient.
 //
@@ -103,7 +105,13 @@ class Trainer {
   // one; call MoveStateToHost() before reading or replacing them on the host (the next
   // Step or Evaluate takes them back).
   Status MoveStateToHost();
-  std::vector<NamedTensor>& weights() { return graph_.parameters; }
+  // Writing through the non-const form is allowed: the weights' low-precision copies
+  // are made afresh from them before the next step.
+  std::vector<NamedTensor>& weights() {
+    copies_stale_ = true;
+    return graph_.parameters;
+  }
+  const std::vector<NamedTensor>& weights() const { return graph_.parameters; }
   Optimizer& optimizer() { return optimizer_; }
   LossScaler& scaler() { return scaler_; }
   // Data-parallel training: the step's gradients and loss are summed over the replicas
@@ -143,6 +151,8 @@ class Trainer {
   Status MoveStateToDevice();
   // A host copy of a graph output (the tensor itself on the CPU).
   Expected<Tensor> OnHost(const Tensor& tensor) const;
+  // Makes the weights' low-precision copies from the weights where they may differ.
+  void RefreshCopies();
 
   TrainingGraph graph_;
   UpdateGraph update_;
@@ -153,6 +163,14 @@ class Trainer {
   std::unique_ptr<Executor> eval_;
   std::unique_ptr<Executor> update_executor_;
   std::vector<Tensor> sums_;  // float32 gradient sums, used when a step has several micro-batches
+  // Per parameter, where the training graph reads a low-precision copy of it (on the CPU:
+  // weight_copies.h): the copy's type (kUndefined: none), the graph inputs it feeds, and
+  // the copy, which the update rewrites. Stale until made, and after the weights were
+  // handed out for writing.
+  std::vector<DType> copy_types_;
+  std::vector<std::vector<std::string>> copy_inputs_;
+  std::vector<Tensor> copies_;
+  bool copies_stale_ = true;
   OpTimeTotals op_times_;
 
   // Two staging slots in turn: a batch's page-locked copy and device copy. A slot is

@@ -13,19 +13,28 @@ namespace {
 constexpr int64_t kDefaultOpset = 17;
 constexpr int64_t kIrVersion = 8;
 
-// The update node of one parameter, with the optimizer's hyper-parameters written out.
+// The update node of one parameter, with the optimizer's hyper-parameters written out;
+// `copy` ("" for none) is the parameter's low-precision copy, rewritten by the node.
 void AddUpdateNode(onnx::GraphProto& graph, const OptimizerConfig& c, const std::string& parameter,
                    const std::string& gradient, const std::vector<std::string>& slots,
-                   const std::vector<std::string>& new_slots, bool in_place) {
+                   const std::vector<std::string>& new_slots, const std::string& copy, bool in_place) {
   const onnx::AttributeProto in_place_attribute = MakeAttribute("in_place", int64_t{in_place ? 1 : 0});
   std::vector<std::string> inputs = {parameter, gradient};
   std::vector<std::string> outputs = {parameter + ".new"};
   outputs.insert(outputs.end(), new_slots.begin(), new_slots.end());
+  // The copy comes after every input and slot output the op declares (absent ones "").
+  const auto add_copy = [&](size_t declared_slots) {
+    if (copy.empty()) return;
+    inputs.push_back(copy);
+    outputs.resize(1 + declared_slots);
+    outputs.push_back(copy + ".new");
+  };
   const std::string name = "update." + parameter;
   switch (c.kind) {
     case OptimizerKind::kSgd:
       inputs.push_back(slots.empty() ? "" : slots[0]);
       inputs.insert(inputs.end(), {kUpdateLearningRate, kUpdateSkip});
+      add_copy(1);
       AddNode(graph, name, "SgdUpdate", kOnnxAmpDomain, inputs, outputs,
               {MakeAttribute("momentum", c.momentum), MakeAttribute("nesterov", int64_t{c.nesterov ? 1 : 0}),
                in_place_attribute});
@@ -34,6 +43,7 @@ void AddUpdateNode(onnx::GraphProto& graph, const OptimizerConfig& c, const std:
     case OptimizerKind::kAdamW: {
       inputs.insert(inputs.end(), slots.begin(), slots.end());
       inputs.insert(inputs.end(), {kUpdateLearningRate, kUpdateStep, kUpdateSkip});
+      add_copy(2);
       const bool decoupled = c.kind == OptimizerKind::kAdamW;
       Attributes attributes = {MakeAttribute("beta1", c.beta1), MakeAttribute("beta2", c.beta2),
                                MakeAttribute("epsilon", c.epsilon), in_place_attribute};
@@ -45,6 +55,7 @@ void AddUpdateNode(onnx::GraphProto& graph, const OptimizerConfig& c, const std:
     case OptimizerKind::kRmsprop:
       inputs.insert(inputs.end(), slots.begin(), slots.end());
       inputs.insert(inputs.end(), {kUpdateLearningRate, kUpdateSkip});
+      add_copy(1);
       AddNode(graph, name, "RmspropUpdate", kOnnxAmpDomain, inputs, outputs,
               {MakeAttribute("rho", c.rho), MakeAttribute("epsilon", c.epsilon), in_place_attribute});
       return;
@@ -54,8 +65,12 @@ void AddUpdateNode(onnx::GraphProto& graph, const OptimizerConfig& c, const std:
 }  // namespace
 
 Expected<UpdateGraph> BuildUpdateGraph(const std::vector<NamedTensor>& parameters, const OptimizerConfig& optimizer,
-                                       float clip_norm, bool in_place, bool scaled) {
+                                       float clip_norm, bool in_place, bool scaled,
+                                       const std::vector<DType>& copy_types) {
   if (parameters.empty()) return InvalidArgument("the update graph needs at least one parameter");
+  if (!copy_types.empty() && copy_types.size() != parameters.size()) {
+    return InvalidArgument("the update graph takes one copy type per parameter");
+  }
   if (!(clip_norm >= 0.0f) || !std::isfinite(clip_norm)) return InvalidArgument("--clip-norm must be finite and >= 0");
   const int num_slots = SlotCount(optimizer);
 
@@ -97,6 +112,12 @@ Expected<UpdateGraph> BuildUpdateGraph(const std::vector<NamedTensor>& parameter
       result.slot_inputs[k].push_back(parameter.name + ".slot" + std::to_string(k));
       input(result.slot_inputs[k].back(), onnx::TensorProto::FLOAT, parameter.tensor.shape());
     }
+    const DType copy_type = copy_types.empty() ? DType::kUndefined : copy_types[result.copy_inputs.size()];
+    if (copy_type != DType::kUndefined && copy_type != DType::kFloat16 && copy_type != DType::kBFloat16) {
+      return InvalidArgument("parameter '" + parameter.name + "': a weight copy is float16 or bfloat16");
+    }
+    result.copy_inputs.push_back(copy_type == DType::kUndefined ? "" : parameter.name + ".copy");
+    if (copy_type != DType::kUndefined) input(result.copy_inputs.back(), ToOnnx(copy_type), parameter.tensor.shape());
     unscale_inputs.push_back(gradient);
     unscale_outputs.push_back(gradient + ".unscaled");
     clip_inputs.push_back(gradient + ".unscaled");
@@ -104,7 +125,7 @@ Expected<UpdateGraph> BuildUpdateGraph(const std::vector<NamedTensor>& parameter
   }
   if (names.size() != static_cast<size_t>(graph.input_size())) {
     return InvalidArgument(
-        "parameter names collide with the update graph's inputs (a parameter named '<p>_grad', "
+        "parameter names collide with the update graph's inputs (a parameter named '<p>_grad', '<p>.copy', "
         "'<p>.slot0' or 'update.*')");
   }
 
@@ -129,10 +150,14 @@ Expected<UpdateGraph> BuildUpdateGraph(const std::vector<NamedTensor>& parameter
       slots.push_back(result.slot_inputs[k][p]);
       new_slots.push_back(slots.back() + ".new");
     }
-    AddUpdateNode(graph, optimizer, name, clipped[p], slots, new_slots, in_place);
+    const std::string& copy = result.copy_inputs[p];
+    AddUpdateNode(graph, optimizer, name, clipped[p], slots, new_slots, copy, in_place);
     SetTensorValueInfo(*graph.add_output(), name + ".new", onnx::TensorProto::FLOAT, parameters[p].tensor.shape());
     for (const std::string& slot : new_slots) {
       SetTensorValueInfo(*graph.add_output(), slot, onnx::TensorProto::FLOAT, parameters[p].tensor.shape());
+    }
+    if (!copy.empty()) {
+      SetTensorValueInfo(*graph.add_output(), copy + ".new", ToOnnx(copy_types[p]), parameters[p].tensor.shape());
     }
   }
 

@@ -6,12 +6,16 @@
 //   UnscaleAndCheck(scale, g...) -> found_inf, first_non_finite, g/scale...
 //   IsNaN(loss) | IsInf(loss) | found_inf -> skip
 //   GlobalNormClip(micro_batches, g/scale...) -> clipped mean g...       (max_norm attr)
-//   <Optimizer>Update(w, g, slots..., learning_rate, [step], skip) -> w', slots'...  (per parameter)
+//   <Optimizer>Update(w, g, slots..., learning_rate, [step], skip, [copy])
+//       -> w', slots'..., [copy']                                                    (per parameter)
 //
 // Inputs: kUpdateScale, kUpdateMicroBatches, kUpdateLoss, kUpdateLearningRate, kUpdateStep
-// (scalars), then per parameter "<name>_grad", "<name>" and "<name>.slot<k>". Outputs:
-// kUpdateSkip, kUpdateFirstNonFinite, then per parameter "<name>.new" and
-// "<name>.slot<k>.new". A set skip hands the weights and slots back unchanged. With
+// (scalars), then per parameter "<name>_grad", "<name>", "<name>.slot<k>" and, for a
+// parameter given a copy type, "<name>.copy". Outputs: kUpdateSkip, kUpdateFirstNonFinite,
+// then per parameter "<name>.new", "<name>.slot<k>.new" and "<name>.copy.new": the new
+// weight rounded to the copy's type (float16 or bfloat16), in the update's pass
+// (runtime/train/weight_copies.h says why). A set skip hands the weights, slots and
+// copies back unchanged. With
 // `in_place` (the trainer's choice: it feeds its own tensors and takes the outputs back)
 // the update ops write into the weight and slot tensors fed in, which come back as the
 // outputs, and the gradients fed in are unscaled where they are: no fresh weights or
@@ -42,11 +46,16 @@ struct UpdateGraph {
   onnx::ModelProto model;
   std::vector<std::string> gradient_inputs;  // per parameter
   std::vector<std::string> slot_inputs[2];   // per parameter, for k < SlotCount(optimizer)
+  std::vector<std::string> copy_inputs;      // per parameter: "<name>.copy", "" where it has none
 };
 
+// `copy_types`: empty, or per parameter the type of its low-precision copy (kFloat16,
+// kBFloat16, or kUndefined for none).
 // Errors: InvalidArgument when there is no parameter, a parameter is not float32, a
-// clip norm is negative or not finite, or a generated name collides with another.
+// clip norm is negative or not finite, a copy type is not float16 or bfloat16, or a
+// generated name collides with another.
 Expected<UpdateGraph> BuildUpdateGraph(const std::vector<NamedTensor>& parameters, const OptimizerConfig& optimizer,
-                                       float clip_norm, bool in_place = false, bool scaled = true);
+                                       float clip_norm, bool in_place = false, bool scaled = true,
+                                       const std::vector<DType>& copy_types = {});
 
 }  // namespace onnx_amp

@@ -286,7 +286,8 @@ void AddTrainCommand(CLI::App& app, CommandRunner& runner) {
   command->add_option("--save-training-graph", o->save_training_graph,
                       "Write the step's two graphs: FILE (forward + loss + backward, run per micro-batch) and "
                       "FILE.update.onnx next to it, FILE's .onnx dropped (unscale-and-check, clipping, optimizer "
-                      "update)");
+                      "update; on the CPU under a mixed policy it also rewrites each weight's low-precision copy, "
+                      "<name>.copy, which the step reads in place of FILE's weight Casts)");
   command->add_option("--threads", o->threads, "Worker threads (0: one per core)")->check(CLI::NonNegativeNumber);
   command->add_flag("--stats", o->stats,
                     "After the run, print the time per op type per step (the first step, which builds the kernels, "
