@@ -10,6 +10,9 @@ namespace onnx_amp {
 
 namespace {
 
+// Elements per chunk of the gradient sums: enough to pay for handing a chunk to a thread.
+constexpr int64_t kSumGrain = 1 << 15;
+
 std::vector<Shape> ParameterShapes(const std::vector<NamedTensor>& parameters) {
   std::vector<Shape> shapes;
   for (const NamedTensor& parameter : parameters) shapes.push_back(parameter.tensor.shape());
@@ -30,7 +33,8 @@ Trainer::Trainer(TrainingGraph graph, UpdateGraph update, const TrainerConfig& c
       update_(std::move(update)),
       config_(config),
       optimizer_(config.optimizer, shapes),
-      scaler_(config.scaler) {}
+      scaler_(config.scaler),
+      threads_(config.num_threads) {}
 
 Trainer::~Trainer() = default;
 
@@ -180,11 +184,7 @@ Expected<StepResult> Trainer::Step(std::span<const Batch> micro_batches, const s
   const std::vector<NamedTensor>& parameters = graph_.parameters;
   const bool accumulate = micro_batches.size() > 1;
   if (accumulate && sums_.empty()) {
-    for (const NamedTensor& parameter : parameters) {
-      sums_.push_back(Tensor::Zeros(DType::kFloat32, parameter.tensor.shape()));
-    }
-  } else if (accumulate) {
-    for (Tensor& sum : sums_) std::memset(sum.raw_data(), 0, sum.bytes());
+    for (const NamedTensor& parameter : parameters) sums_.push_back(Tensor::Empty(DType::kFloat32, parameter.tensor.shape()));
   }
 
   std::vector<Tensor> gradients(parameters.size());
@@ -201,7 +201,8 @@ Expected<StepResult> Trainer::Step(std::span<const Batch> micro_batches, const s
     last_run.output_ready = [&](size_t output, const Tensor& value) -> Status {
       if (output == 0) return Status::Ok();  // the loss, read after the run
       const size_t p = output - 1;
-      ONNX_AMP_RETURN_IF_ERROR(TakeGradient(p, value, train_->output_names()[output], accumulate, gradients));
+      ONNX_AMP_RETURN_IF_ERROR(
+          TakeGradient(p, value, train_->output_names()[output], accumulate, /*first=*/false, gradients));
       taken[p] = true;
       return sync_->GradientReady(p, accumulate ? sums_[p] : gradients[p], step_number);
     };
@@ -227,7 +228,7 @@ Expected<StepResult> Trainer::Step(std::span<const Batch> micro_batches, const s
     for (size_t p = 0; p < parameters.size(); ++p) {
       if (last && taken[p]) continue;
       ONNX_AMP_RETURN_IF_ERROR(
-          TakeGradient(p, run.outputs[p + 1].tensor, run.outputs[p + 1].name, accumulate, gradients));
+          TakeGradient(p, run.outputs[p + 1].tensor, run.outputs[p + 1].name, accumulate, m == 0, gradients));
     }
   }
   if (accumulate) gradients = sums_;
@@ -254,7 +255,7 @@ Expected<StepResult> Trainer::Step(std::span<const Batch> micro_batches, const s
   return result;
 }
 
-Status Trainer::TakeGradient(size_t p, const Tensor& produced, const std::string& name, bool accumulate,
+Status Trainer::TakeGradient(size_t p, const Tensor& produced, const std::string& name, bool accumulate, bool first,
                              std::vector<Tensor>& gradients) {
   const Tensor& parameter = graph_.parameters[p].tensor;
   if (produced.dtype() != DType::kFloat32 || produced.num_elements() != parameter.num_elements()) {
@@ -268,7 +269,14 @@ Status Trainer::TakeGradient(size_t p, const Tensor& produced, const std::string
   ONNX_AMP_ASSIGN_OR_RETURN(const Tensor host, OnHost(produced));
   float* sum = sums_[p].data<float>();
   const float* add = host.data<float>();
-  for (int64_t i = 0; i < produced.num_elements(); ++i) sum[i] += add[i];
+  // The first micro-batch starts the sum: 0 + g, as a sum from zero gives (-0 becomes +0).
+  threads_.ParallelFor(produced.num_elements(), kSumGrain, [&](int64_t begin, int64_t end) {
+    if (first) {
+      for (int64_t i = begin; i < end; ++i) sum[i] = 0.0f + add[i];
+    } else {
+      for (int64_t i = begin; i < end; ++i) sum[i] += add[i];
+    }
+  });
   return Status::Ok();
 }
 

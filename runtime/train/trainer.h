@@ -33,6 +33,7 @@
 
 #include "runtime/core/status.h"
 #include "runtime/core/tensor.h"
+#include "runtime/exec/thread_pool.h"
 #include "runtime/executor/executor.h"
 #include "runtime/train/loss_scaler.h"
 #include "runtime/train/optimizer.h"
@@ -134,8 +135,9 @@ class Trainer {
   Status Update(std::vector<Tensor> gradients, int64_t micro_batches, const Tensor& loss, StepResult& result,
                 const std::function<Status()>& while_queued);
   // Takes micro-batch gradient `p` of the training graph: checks it, and keeps it in
-  // `gradients` (one micro-batch) or adds it to the float32 sums (several).
-  Status TakeGradient(size_t p, const Tensor& produced, const std::string& name, bool accumulate,
+  // `gradients` (one micro-batch) or adds it to the float32 sums (several; the `first`
+  // micro-batch of the step starts them).
+  Status TakeGradient(size_t p, const Tensor& produced, const std::string& name, bool accumulate, bool first,
                       std::vector<Tensor>& gradients);
   // The update graph's skip decision (with the replicas'), the scaler told, `result` filled.
   Status TakeSkipDecision(bool skip, int64_t first, StepResult& result);
@@ -163,6 +165,7 @@ class Trainer {
   std::unique_ptr<Executor> eval_;
   std::unique_ptr<Executor> update_executor_;
   std::vector<Tensor> sums_;  // float32 gradient sums, used when a step has several micro-batches
+  ThreadPool threads_;        // for the sums
   // Per parameter, where the training graph reads a low-precision copy of it (on the CPU:
   // weight_copies.h): the copy's type (kUndefined: none), the graph inputs it feeds, and
   // the copy, which the update rewrites. Stale until made, and after the weights were
