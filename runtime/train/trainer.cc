@@ -40,10 +40,10 @@ Trainer::~Trainer() = default;
 
 Expected<std::unique_ptr<Trainer>> Trainer::Create(TrainingGraph graph, const TrainerConfig& config) {
   ONNX_AMP_RETURN_IF_ERROR(config.scaler.Validate());
-  // On the CPU the weights' low-precision copies are made by the update, once per step
-  // (weight_copies.h); graph_.train_model stays the plain gradient graph.
+  // Low-precision weight copies made by the update, once per step (weight_copies.h);
+  // graph_.train_model stays the plain gradient graph either way.
   FoldedWeightCasts folded;
-  if (config.device == nullptr) {
+  if (config.weight_copies && config.device == nullptr) {
     folded = FoldWeightCasts(graph.train_model, graph.parameters);
   } else {
     folded.model = graph.train_model;

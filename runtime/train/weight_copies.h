@@ -1,12 +1,14 @@
 // The low-precision copies of the master weights that a mixed-precision training graph
 // reads. The converter puts a Cast(to=float16|bfloat16) in front of each parameter's low
 // consumers, so the training graph as built casts every weight on every run: once per
-// micro-batch, reading the float32 weight and writing the copy each time. On the CPU the
-// trainer folds those Casts out of the graph it runs: their outputs become graph inputs,
-// fed from copies the trainer keeps, and the update op rewrites each copy from the new
-// weight in its own pass (update_graph.h), while the new weight is still in cache. A copy
-// is then made once per optimizer step, whatever the micro-batch count. The bits do not
-// change: the update rounds to nearest even, as Cast does.
+// micro-batch, reading the float32 weight and writing the copy each time. On the CPU, with
+// TrainerConfig::weight_copies (`train --weight-copies`), the trainer folds those Casts out
+// of the graph it runs: their outputs become graph inputs, fed from copies the trainer
+// keeps, and the update op rewrites each copy from the new weight in its own pass
+// (update_graph.h), while the new weight is still in cache. A copy is then made once per
+// optimizer step, whatever the micro-batch count; the copies stay in memory between steps,
+// where the Casts' outputs lived only within one. The bits do not change: the update
+// rounds to nearest even, as Cast does.
 //
 // On a device the training graph keeps its Casts: the device's update kernels do not
 // write copies.

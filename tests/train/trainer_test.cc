@@ -289,8 +289,9 @@ TEST(Trainer, AdamAndRmspropStepsEqualTheStepsByHand) {
   }
 }
 
-// Under a mixed policy the trainer runs its training graph without the weight Casts and
-// feeds it the low-precision copies that the update rewrites (weight_copies.h). The steps
+// With weight copies, under a mixed policy the trainer runs its training graph without the
+// weight Casts and feeds it the low-precision copies that the update rewrites
+// (weight_copies.h). The steps
 // by hand run the graph with its Casts on the float32 weights: the same bits, over
 // micro-batches, and after the weights were written from outside between steps.
 TEST(Trainer, MixedStepsOnWeightCopiesEqualTheStepsByHand) {
@@ -303,6 +304,7 @@ TEST(Trainer, MixedStepsOnWeightCopiesEqualTheStepsByHand) {
       config.optimizer.learning_rate = 0.001f;
       config.scaler.enabled = false;  // the steps by hand seed the gradient with 1
       config.num_threads = 1;
+      config.weight_copies = true;
       Expected<std::unique_ptr<Trainer>> trainer = Trainer::Create(std::move(*graph), config);
       ASSERT_TRUE(trainer.ok()) << trainer.status().message();
       ReferenceStep reference(**trainer);
