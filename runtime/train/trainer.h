@@ -121,6 +121,7 @@ class Trainer {
   }
   const std::vector<NamedTensor>& weights() const { return graph_.parameters; }
   Optimizer& optimizer() { return optimizer_; }
+  const Optimizer& optimizer() const { return optimizer_; }
   LossScaler& scaler() { return scaler_; }
   // Data-parallel training: the step's gradients and loss are summed over the replicas
   // before the update graph, and the skip decision is theirs together; on the CPU, a sync

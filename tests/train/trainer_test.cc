@@ -58,7 +58,9 @@ Batch RandomBatch(int64_t n, uint64_t seed, int64_t first = 0, int64_t count = -
   return part;
 }
 
-std::vector<std::vector<float>> Snapshot(Trainer& trainer) {
+// Through the const accessors: reading the weights must not mark the trainer's weight
+// copies stale, or the steps after it would not use the copies the update wrote.
+std::vector<std::vector<float>> Snapshot(const Trainer& trainer) {
   std::vector<std::vector<float>> values;
   for (const NamedTensor& w : trainer.weights()) {
     values.emplace_back(w.tensor.data<float>(), w.tensor.data<float>() + w.tensor.num_elements());
