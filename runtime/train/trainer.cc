@@ -184,7 +184,9 @@ Expected<StepResult> Trainer::Step(std::span<const Batch> micro_batches, const s
   const std::vector<NamedTensor>& parameters = graph_.parameters;
   const bool accumulate = micro_batches.size() > 1;
   if (accumulate && sums_.empty()) {
-    for (const NamedTensor& parameter : parameters) sums_.push_back(Tensor::Empty(DType::kFloat32, parameter.tensor.shape()));
+    for (const NamedTensor& parameter : parameters) {
+      sums_.push_back(Tensor::Empty(DType::kFloat32, parameter.tensor.shape()));
+    }
   }
 
   std::vector<Tensor> gradients(parameters.size());

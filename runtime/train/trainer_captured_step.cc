@@ -83,7 +83,8 @@ Status Trainer::CaptureStep() {
   feeds[kUpdateStep] = step.step;
   std::vector<Tensor> gradients(parameters.size());
   for (size_t p = 0; p < parameters.size(); ++p) {
-    ONNX_AMP_RETURN_IF_ERROR(TakeGradient(p, train.outputs[p + 1].tensor, train.outputs[p + 1].name, false, false, gradients));
+    ONNX_AMP_RETURN_IF_ERROR(TakeGradient(p, train.outputs[p + 1].tensor, train.outputs[p + 1].name,
+                                          /*accumulate=*/false, /*first=*/false, gradients));
     feeds[update_.gradient_inputs[p]] = std::move(gradients[p]);
     feeds[parameters[p].name] = parameters[p].tensor;
     for (int k = 0; k < num_slots; ++k) feeds[update_.slot_inputs[k][p]] = optimizer_.slots(k)[p];
