@@ -23,15 +23,7 @@
 namespace onnx_amp {
 namespace {
 
-using testing::Attribute;
-using testing::BitIdentical;
-using testing::Float;
-using testing::Int;
-using testing::kCount;
-using testing::Random;
-using testing::RunNode;
-using testing::Scalar;
-using testing::Values;
+using namespace testing;  // update_op_runner.h
 
 TEST(UpdateOps, SgdMatchesOptimizerMathPlainMomentumAndNesterov) {
   const Tensor w = Random(1, -1.0f, 1.0f);

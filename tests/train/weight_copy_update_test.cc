@@ -18,14 +18,7 @@
 namespace onnx_amp {
 namespace {
 
-using testing::BitIdentical;
-using testing::Float;
-using testing::Int;
-using testing::kCount;
-using testing::Random;
-using testing::RunNode;
-using testing::Scalar;
-using testing::Values;
+using namespace testing;  // update_op_runner.h
 
 // The float16 or bfloat16 bits of each new weight, rounded by float16.h's scalar functions.
 std::vector<uint16_t> Rounded(const std::vector<float>& weights, DType type) {
