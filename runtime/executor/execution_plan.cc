@@ -21,7 +21,14 @@ namespace {
 
 // Unnamed nodes go by their index in the graph, as GraphView::scope_name() does.
 std::string NodeLabel(const onnx::NodeProto& node, int index, const GraphView& view) {
-  std::string label = (node.name().empty() ? "#" + std::to_string(index) : "'" + node.name() + "'") + " (" + node.op_type();
+  // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on "'" + name + "'".
+  std::string label;
+  if (node.name().empty()) {
+    label.append(1, '#').append(std::to_string(index));
+  } else {
+    label.append(1, '\'').append(node.name()).append(1, '\'');
+  }
+  label.append(" (").append(node.op_type());
   if (!IsOnnxDomain(node.domain())) label += ", domain " + node.domain();
   label += ")";
   if (view.parent() != nullptr) label += " in " + view.scope_name();
