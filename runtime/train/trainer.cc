@@ -154,6 +154,13 @@ Expected<std::map<std::string, Tensor>> Trainer::Feeds(const Batch& batch) {
   return feeds;
 }
 
+bool Trainer::keeps_weight_copies() const {
+  for (DType type : copy_types_) {
+    if (type != DType::kUndefined) return true;
+  }
+  return false;
+}
+
 void Trainer::RefreshCopies() {
   if (!copies_stale_) return;
   for (size_t p = 0; p < copies_.size(); ++p) {

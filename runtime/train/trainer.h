@@ -109,6 +109,9 @@ class Trainer {
 
   const TrainingGraph& graph() const { return graph_; }
   const onnx::ModelProto& update_model() const { return update_.model; }
+  // Whether the training graph reads weight copies that the update keeps
+  // (TrainerConfig::weight_copies, where a weight is cast to float16/bfloat16 on the CPU).
+  bool keeps_weight_copies() const;
   // The master weights and the optimizer's slots live on the device while training on
   // one; call MoveStateToHost() before reading or replacing them on the host (the next
   // Step or Evaluate takes them back).

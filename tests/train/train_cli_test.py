@@ -199,6 +199,12 @@ def main():
                 failures += 1
             else:
                 print(f"{policy}: --weight-copies (with a resume) gives the same weights, bit for bit")
+        # In float32 there is nothing to copy, and the run says so.
+        plain = subprocess.run(common + ["--max-steps", "1", "--weight-copies"], check=True, capture_output=True,
+                               text=True)
+        if "--weight-copies changes nothing here" not in plain.stderr:
+            print("float32 --weight-copies: no note that it changes nothing")
+            failures += 1
     return 1 if failures else 0
 
 

@@ -309,6 +309,7 @@ TEST(Trainer, MixedStepsOnWeightCopiesEqualTheStepsByHand) {
       config.weight_copies = true;
       Expected<std::unique_ptr<Trainer>> trainer = Trainer::Create(std::move(*graph), config);
       ASSERT_TRUE(trainer.ok()) << trainer.status().message();
+      EXPECT_TRUE((*trainer)->keeps_weight_copies());
       ReferenceStep reference(**trainer);
       for (int step = 0; step < 3; ++step) {
         if (step == 2) reference.HalveWeights();
@@ -320,6 +321,23 @@ TEST(Trainer, MixedStepsOnWeightCopiesEqualTheStepsByHand) {
             << (policy == PolicyKind::kMixedBFloat16 ? "mixed_bfloat16" : "mixed_float16") << " step " << step;
       }
     }
+  }
+}
+
+// A float32 graph casts no weight: asking for copies keeps none, and the steps are the
+// plain ones.
+TEST(Trainer, Float32GraphsKeepNoWeightCopies) {
+  Expected<TrainingGraph> graph = testing::MlpTrainingGraph(PolicyKind::kFloat32);
+  ASSERT_TRUE(graph.ok()) << graph.status().message();
+  TrainerConfig config;
+  config.weight_copies = true;
+  config.num_threads = 1;
+  Expected<std::unique_ptr<Trainer>> trainer = Trainer::Create(std::move(*graph), config);
+  ASSERT_TRUE(trainer.ok()) << trainer.status().message();
+  EXPECT_FALSE((*trainer)->keeps_weight_copies());
+  EXPECT_FALSE(MakeTrainer(OptimizerKind::kRmsprop, PolicyKind::kMixedBFloat16)->keeps_weight_copies());
+  for (const onnx::ValueInfoProto& input : (*trainer)->update_model().graph().input()) {
+    EXPECT_EQ(input.name().find(".copy"), std::string::npos) << input.name();
   }
 }
 

@@ -215,6 +215,11 @@ Status TrainRank(const TrainOptions& options, DistributedTraining* distributed) 
   config.capture_steps = !options.device.no_cuda_graph;
   if (distributed != nullptr && options.threads == 0) config.num_threads = distributed->DefaultThreads();
   ONNX_AMP_ASSIGN_OR_RETURN(std::unique_ptr<Trainer> trainer, Trainer::Create(std::move(prepared->graph), config));
+  if (options.weight_copies && writer && !trainer->keeps_weight_copies()) {
+    std::fprintf(stderr, "note: --weight-copies changes nothing here: %s\n",
+                 config.device != nullptr ? "on a GPU the step casts its weights itself"
+                                          : "the training graph casts no weight to float16 or bfloat16");
+  }
   if (distributed != nullptr) {
     trainer->set_replica_sync(distributed->sync());
     if (writer && distributed->ranks() > 1) {
