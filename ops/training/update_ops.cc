@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "ops/common/cpu_clones.h"
+#include "ops/common/float32_buffers.h"
 #include "ops/training/gradient_math.h"
 #include "ops/training/optimizer_math.h"
 #include "ops/training/training_kernels.h"
-#include "runtime/core/convert.h"
 #include "runtime/exec/thread_pool.h"
 
 namespace onnx_amp {
@@ -127,16 +127,6 @@ Expected<UpdateTensors> ReadUpdateTensors(const KernelContext& context, int num_
   return tensors;
 }
 
-// Rounds new weights w[begin, end) into the copy, to nearest even: the bits a Cast gives.
-void RoundIntoCopy(const float* w, DType copy_type, uint16_t* copy, int64_t begin, int64_t end) {
-  const size_t count = static_cast<size_t>(end - begin);
-  if (copy_type == DType::kBFloat16) {
-    ConvertFloatToBFloat16(w + begin, copy + begin, count);
-  } else {
-    ConvertFloatToHalf(w + begin, copy + begin, count);
-  }
-}
-
 // Runs element(weight, slot0, slot1, gradient) over [begin, end), reading from `in_*`
 // and writing to `out_*` (the same arrays when updating in place, else apart: ivdep
 // spares the in-place case the vectoriser's overlap check, which it fails). The slot
@@ -194,15 +184,15 @@ Status ApplyUpdate(KernelContext& context, const UpdateTensors& in, bool skip, E
     ONNX_AMP_ASSIGN_OR_RETURN(Tensor * new_slot, context.AllocateOutput(1 + k, DType::kFloat32, shape));
     out_s[k] = new_slot->data<float>();
   }
-  uint16_t* out_copy = nullptr;
+  // The copy written: the one fed in (in place: the same buffer), or a fresh output.
+  Tensor out_copy;
   if (in.copy != nullptr) {
-    out_copy = static_cast<uint16_t*>(const_cast<void*>(in.copy->raw_data()));
+    out_copy = *in.copy;
     if (!in_place) {
       ONNX_AMP_ASSIGN_OR_RETURN(Tensor * new_copy, context.AllocateOutput(in.copy_output, in.copy->dtype(), shape));
-      out_copy = static_cast<uint16_t*>(new_copy->raw_data());
+      out_copy = *new_copy;
     }
   }
-  const DType copy_type = in.copy != nullptr ? in.copy->dtype() : DType::kUndefined;
   const float* in_w = in.weight->data<float>();
   const float* in_g = in.gradient->data<float>();
   context.threads().ParallelFor(in.weight->num_elements(), kGrain, [&](int64_t begin, int64_t end) {
@@ -211,7 +201,8 @@ Status ApplyUpdate(KernelContext& context, const UpdateTensors& in, bool skip, E
       case 1: UpdateRange<1>(in_w, in_s, in_g, out_w, out_s, begin, end, element); break;
       default: UpdateRange<2>(in_w, in_s, in_g, out_w, out_s, begin, end, element); break;
     }
-    if (out_copy != nullptr) RoundIntoCopy(out_w, copy_type, out_copy, begin, end);
+    // Rounded to nearest even: the bits a Cast gives.
+    if (out_copy.defined()) StoreFromFloat32Range(out_w, out_copy, begin, end);
   });
   return Status::Ok();
 }

@@ -3,7 +3,7 @@
 #include <map>
 #include <set>
 
-#include "runtime/core/convert.h"
+#include "ops/common/float32_buffers.h"
 #include "runtime/core/onnx_domain.h"
 #include "runtime/train/graph_builder_util.h"
 
@@ -68,13 +68,7 @@ FoldedWeightCasts FoldWeightCasts(const onnx::ModelProto& train_model, const std
 
 Tensor MakeWeightCopy(const Tensor& weight, DType type) {
   Tensor copy = Tensor::Empty(type, weight.shape());
-  auto* bits = static_cast<uint16_t*>(copy.raw_data());
-  const auto count = static_cast<size_t>(weight.num_elements());
-  if (type == DType::kBFloat16) {
-    ConvertFloatToBFloat16(weight.data<float>(), bits, count);
-  } else {
-    ConvertFloatToHalf(weight.data<float>(), bits, count);
-  }
+  StoreFromFloat32(weight.data<float>(), copy);
   return copy;
 }
 
