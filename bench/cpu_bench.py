@@ -310,6 +310,7 @@ def main(argv=None):
 
     tools = {name: args.bin / name for name in ("onnx-amp", "cpu_bench_infer", "gemm_rate")}
     out = args.out
+    out.mkdir(parents=True, exist_ok=True)
     units = 4096
     mlp = out / "mlp_u4096.onnx"
     repo = HERE.parent

@@ -13,6 +13,8 @@ static_assert(Avx2Floats::kLanes == kFewChannelsLanesAvx2);
 
 void FewChannelsSumRowAvx2(const FewChannelsRow& a) { SumRow<Avx2Floats>(a); }
 
+void FewChannelsSumPooledRowAvx2(DType dtype, const FewChannelsPooledRow& a) { SumPooledRow<Avx2Floats, 2>(dtype, a); }
+
 void FewChannelsAddImageAvx2(DType dtype, const FewChannelsImage& a, int64_t taps) {
   AddImage<Avx2Floats, static_cast<int>(kMaxFewChannelsTapsAvx2)>(dtype, a, taps);
 }

@@ -13,6 +13,8 @@ static_assert(Avx512Floats::kLanes == kFewChannelsLanesAvx512);
 
 void FewChannelsSumRowAvx512(const FewChannelsRow& a) { SumRow<Avx512Floats>(a); }
 
+void FewChannelsSumPooledRowAvx512(DType dtype, const FewChannelsPooledRow& a) { SumPooledRow<Avx512Floats, 4>(dtype, a); }
+
 void FewChannelsAddImageAvx512(DType dtype, const FewChannelsImage& a, int64_t taps) {
   AddImage<Avx512Floats, static_cast<int>(kMaxFewChannelsTaps)>(dtype, a, taps);
 }

@@ -37,15 +37,17 @@ std::atomic<FewChannelsPath>& Setting() {
 struct Loops {
   int64_t lanes = 0;
   void (*sum_row)(const FewChannelsRow&) = nullptr;
+  void (*sum_pooled_row)(DType, const FewChannelsPooledRow&) = nullptr;
   void (*add_image)(DType, const FewChannelsImage&, int64_t) = nullptr;
 };
 
 Loops LoopsOf(FewChannelsPath path) {
 #if ONNX_AMP_FEW_CHANNELS_X86
   if (path == FewChannelsPath::kAvx512) {
-    return {kFewChannelsLanesAvx512, FewChannelsSumRowAvx512, FewChannelsAddImageAvx512};
+    return {kFewChannelsLanesAvx512, FewChannelsSumRowAvx512, FewChannelsSumPooledRowAvx512,
+            FewChannelsAddImageAvx512};
   }
-  return {kFewChannelsLanesAvx2, FewChannelsSumRowAvx2, FewChannelsAddImageAvx2};
+  return {kFewChannelsLanesAvx2, FewChannelsSumRowAvx2, FewChannelsSumPooledRowAvx2, FewChannelsAddImageAvx2};
 #else
   return {};
 #endif
@@ -178,10 +180,16 @@ Status FewChannelsConv(KernelContext& context, const Tensor& x, bool x_channels_
   const int64_t pooled_h = out_h / 2, pooled_row = out_w / 2 * maps;
   const size_t element_bytes = DTypeSize(y.dtype());
   const Loops loops = LoopsOf(path);
+  // Relu (or none) is applied in registers where the loops pool; other activations, and
+  // unpooled Y, through a row of float32 sums stored by StoreBlockWithActivation.
+  const bool pools_in_registers = pooled && (activation.kind == FusedActivationKind::kNone ||
+                                             activation.kind == FusedActivationKind::kRelu);
   context.threads().ParallelFor(n, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> padded(static_cast<size_t>(image.Floats()), 0.0f), staging, row(static_cast<size_t>(row_floats));
-    // With `pooled`: the two rows of a row of windows, stored as the unpooled Y would be.
-    Tensor rows = pooled ? Tensor::Empty(y.dtype(), {2 * row_floats}) : Tensor();
+    std::vector<float> padded(static_cast<size_t>(image.Floats()), 0.0f), staging;
+    std::vector<float> row(pools_in_registers ? 0 : static_cast<size_t>(row_floats));
+    // With `pooled` off registers: the two rows of a row of windows, stored as the unpooled
+    // Y would be.
+    Tensor rows = pooled && !pools_in_registers ? Tensor::Empty(y.dtype(), {2 * row_floats}) : Tensor();
     for (int64_t i = begin; i < end; ++i) {
       image.Stage(x, x_channels_last, i, padded.data(), staging);
       FewChannelsRow a;
@@ -194,8 +202,25 @@ Status FewChannelsConv(KernelContext& context, const Tensor& x, bool x_channels_
       a.out_w = out_w;
       a.column_step = g.strides[1];
       a.row = row.data();
+      const auto corner = [&](int64_t oh) { return padded.data() + oh * g.strides[0] * image.padded_w; };
+      if (pools_in_registers) {
+        FewChannelsPooledRow pair;
+        pair.sums = a;
+        pair.row_step = g.strides[0] * image.padded_w;
+        pair.pooled_w = out_w / 2;
+        pair.relu = activation.kind == FusedActivationKind::kRelu;
+        for (int64_t ph = 0; ph < pooled_h; ++ph) {
+          pair.sums.corner = corner(2 * ph);
+          pair.out = static_cast<char*>(y.raw_data()) +
+                     static_cast<size_t>((i * pooled_h + ph) * pooled_row) * element_bytes;
+          for (pair.sums.block = 0; pair.sums.block < maps / loops.lanes; ++pair.sums.block) {
+            loops.sum_pooled_row(y.dtype(), pair);
+          }
+        }
+        continue;
+      }
       const auto sum_row = [&](int64_t oh) {
-        a.corner = padded.data() + oh * g.strides[0] * image.padded_w;
+        a.corner = corner(oh);
         for (a.block = 0; a.block < maps / loops.lanes; ++a.block) loops.sum_row(a);
       };
       if (!pooled) {

@@ -13,6 +13,7 @@
 
 #include "ops/conv/few_channels_conv.h"
 #include "ops/conv/few_channels_loops.h"
+#include "ops/conv/max_pool_rule.h"
 
 namespace onnx_amp {
 namespace {
@@ -93,6 +94,76 @@ ONNX_AMP_FEW_CHANNELS_TARGET void SumRow(const FewChannelsRow& a) {
     ow += 2;
   }
   if (ow < a.out_w) SumPixels<Vec, 1>(a, a.corner + ow * a.column_step, out + ow * a.maps);
+}
+
+// The pool rule (max_pool_rule.h) on a register of either width.
+__attribute__((target("avx512f"))) inline __m512 TakeMaxLanes(__m512 value, __m512 result) {
+  return TakeMax16(value, result);
+}
+__attribute__((target("avx2"))) inline __m256 TakeMaxLanes(__m256 value, __m256 result) {
+  return TakeMax8(value, result);
+}
+
+// A pixel's sum as Y holds it: the bias added last where the path does, rounded to
+// kDtype, then Relu.
+template <typename Vec, DType kDtype>
+ONNX_AMP_FEW_CHANNELS_TARGET inline typename Vec::Type Finish(const FewChannelsPooledRow& a, typename Vec::Type sum,
+                                                              typename Vec::Type bias) {
+  const auto value = Vec::template RoundTo<kDtype>(a.sums.bias_last ? Vec::Add(sum, bias) : sum);
+  return a.relu ? Vec::Relu(value) : value;
+}
+
+// kPooled tiles of 2x2 pixels from pooled column `first`: both rows' 2 x kPooled sums side
+// by side, each in SumPixels' order, then each tile's four pixels finished and pooled in
+// MaxPool2x2RowChannelsLast's order (top left, top right, bottom left, bottom right).
+template <typename Vec, DType kDtype, int kPooled>
+ONNX_AMP_FEW_CHANNELS_TARGET inline void SumPooledTiles(const FewChannelsPooledRow& a, int64_t first) {
+  constexpr int kPixels = 2 * kPooled;
+  constexpr int64_t kLanes = Vec::kLanes;
+  const FewChannelsRow& r = a.sums;
+  typename Vec::Type top[kPixels], bottom[kPixels];
+  const auto bias = Vec::Load(r.bias + r.block * kLanes);
+  for (int p = 0; p < kPixels; ++p) top[p] = bottom[p] = r.bias_last ? Vec::Zero() : bias;
+  const float* corner = r.corner + 2 * first * r.column_step;
+  for (int64_t t = 0; t < r.taps; ++t) {
+    const auto weight = Vec::Load(r.weights + t * r.maps + r.block * kLanes);
+    const float* upper = corner + r.tap_offsets[t];
+    const float* lower = upper + a.row_step;
+#pragma GCC unroll 8
+    for (int p = 0; p < kPixels; ++p) {
+      top[p] = Vec::Fma(weight, Vec::Splat(upper[p * r.column_step]), top[p]);
+      bottom[p] = Vec::Fma(weight, Vec::Splat(lower[p * r.column_step]), bottom[p]);
+    }
+  }
+  for (int q = 0; q < kPooled; ++q) {
+    auto max = Finish<Vec, kDtype>(a, top[2 * q], bias);
+    max = TakeMaxLanes(Finish<Vec, kDtype>(a, top[2 * q + 1], bias), max);
+    max = TakeMaxLanes(Finish<Vec, kDtype>(a, bottom[2 * q], bias), max);
+    max = TakeMaxLanes(Finish<Vec, kDtype>(a, bottom[2 * q + 1], bias), max);
+    Vec::template StoreExact<kDtype>(a.out, (first + q) * r.maps + r.block * kLanes, max);
+  }
+}
+
+// A pooled row in tiles of kWidest (as many as the registers hold: 4 x kWidest sums), the
+// rest in 2s and 1s.
+template <typename Vec, DType kDtype, int kWidest>
+ONNX_AMP_FEW_CHANNELS_TARGET void SumPooledRowOf(const FewChannelsPooledRow& a) {
+  int64_t q = 0;
+  for (; q + kWidest <= a.pooled_w; q += kWidest) SumPooledTiles<Vec, kDtype, kWidest>(a, q);
+  if constexpr (kWidest > 2) {
+    if (q + 2 <= a.pooled_w) {
+      SumPooledTiles<Vec, kDtype, 2>(a, q);
+      q += 2;
+    }
+  }
+  if (q < a.pooled_w) SumPooledTiles<Vec, kDtype, 1>(a, q);
+}
+
+template <typename Vec, int kWidest>
+void SumPooledRow(DType dtype, const FewChannelsPooledRow& a) {
+  if (dtype == DType::kFloat32) return SumPooledRowOf<Vec, DType::kFloat32, kWidest>(a);
+  if (dtype == DType::kFloat16) return SumPooledRowOf<Vec, DType::kFloat16, kWidest>(a);
+  SumPooledRowOf<Vec, DType::kBFloat16, kWidest>(a);
 }
 
 }  // namespace

@@ -22,6 +22,18 @@ struct FewChannelsRow {
   float* row = nullptr;  // [OW, M]
 };
 
+// One row of 2x2 stride-2 max-pooled outputs of one block of maps (the forward, pooled):
+// the sums of two output rows, each pixel's as FewChannelsRow gives it, rounded to Y's
+// dtype, through Relu when `relu`, and pooled in registers, with the bits of storing both
+// rows, applying Relu and pooling them (MaxPool2x2RowChannelsLast).
+struct FewChannelsPooledRow {
+  FewChannelsRow sums;  // `corner` that of the top output row; `row` unused
+  int64_t row_step = 0;  // floats in the padded X between the corners of the two rows
+  int64_t pooled_w = 0;
+  bool relu = false;
+  void* out = nullptr;  // [pooled_w, M] of Y's dtype
+};
+
 // One image's share of one block of maps (the weights gradient): its window sums are
 // added onto `sums` (taps x lanes floats, then lanes for dB).
 struct FewChannelsImage {
@@ -41,8 +53,10 @@ inline constexpr int64_t kFewChannelsLanesAvx512 = 16;
 inline constexpr int64_t kFewChannelsLanesAvx2 = 8;
 
 void FewChannelsSumRowAvx512(const FewChannelsRow& a);
+void FewChannelsSumPooledRowAvx512(DType dtype, const FewChannelsPooledRow& a);
 void FewChannelsAddImageAvx512(DType dtype, const FewChannelsImage& a, int64_t taps);
 void FewChannelsSumRowAvx2(const FewChannelsRow& a);
+void FewChannelsSumPooledRowAvx2(DType dtype, const FewChannelsPooledRow& a);
 void FewChannelsAddImageAvx2(DType dtype, const FewChannelsImage& a, int64_t taps);
 
 }  // namespace onnx_amp

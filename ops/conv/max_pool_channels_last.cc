@@ -124,23 +124,11 @@ __attribute__((target("avx2"))) void MaxPool2x2RowChannelsLastAvx2(const float* 
   }
 }
 
-// 8 widened float16/bfloat16 values back exactly, as NarrowExact16 (a NaN quieted).
+// The same on float16/bfloat16 rows, 8 channels at a time (PoolsRunAvx2 holds, so the
+// CPU has the FMA and F16C of Avx2Floats' target).
 template <DType kDtype>
-__attribute__((target("avx2,f16c"))) inline __m128i NarrowExact8(__m256 values) {
-  if constexpr (kDtype == DType::kFloat16) {
-    return _mm256_cvtps_ph(values, _MM_FROUND_TO_NEAREST_INT);
-  } else {
-    const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(values, values, _CMP_UNORD_Q));
-    const __m256i bits = _mm256_or_si256(_mm256_castps_si256(values), _mm256_and_si256(nan, _mm256_set1_epi32(0x400000)));
-    const __m256i high = _mm256_srli_epi32(bits, 16);
-    return _mm_packus_epi32(_mm256_castsi256_si128(high), _mm256_extracti128_si256(high, 1));
-  }
-}
-
-template <DType kDtype>
-__attribute__((target("avx2,f16c"))) void MaxPool2x2RowChannelsLastLowAvx2(const uint16_t* top,
-                                                                        const uint16_t* bottom, int64_t out_w,
-                                                                        int64_t channels, uint16_t* out) {
+ONNX_AMP_AVX2_FLOATS void MaxPool2x2RowChannelsLastLowAvx2(const uint16_t* top, const uint16_t* bottom,
+                                                           int64_t out_w, int64_t channels, uint16_t* out) {
   for (int64_t ow = 0; ow < out_w; ++ow) {
     const int64_t left = 2 * ow * channels, right = left + channels;
     for (int64_t c = 0; c < channels; c += 8) {
@@ -148,7 +136,7 @@ __attribute__((target("avx2,f16c"))) void MaxPool2x2RowChannelsLastLowAvx2(const
       max = TakeMax8(Avx2Floats::Widen<kDtype>(top, right + c), max);
       max = TakeMax8(Avx2Floats::Widen<kDtype>(bottom, left + c), max);
       max = TakeMax8(Avx2Floats::Widen<kDtype>(bottom, right + c), max);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + ow * channels + c), NarrowExact8<kDtype>(max));
+      Avx2Floats::StoreExact<kDtype>(out, ow * channels + c, max);
     }
   }
 }

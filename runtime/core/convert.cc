@@ -23,6 +23,7 @@
 #else
 #include <immintrin.h>
 #endif
+#include "runtime/core/bfloat16_round_x86.h"
 #else
 #define ONNX_AMP_CONVERT_X86 0
 #endif
@@ -100,17 +101,8 @@ ONNX_AMP_TARGET_AVX2 void HalfToFloatAvx2(const uint16_t* src, float* dst, size_
   std::memcpy(dst + i, wide, (count - i) * sizeof(float));
 }
 
-// Round-to-nearest-even on the float bits (add 0x7FFF plus the kept lsb), NaN lanes
-// quieted instead (sign and top payload kept, bit 0x40 of the result set). The
-// bfloat16 bits end up in the low half of each 32-bit lane.
-ONNX_AMP_TARGET_AVX2 __m256i RoundToBFloat16Avx2(__m256i bits) {
-  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
-  const __m256i rounded = _mm256_add_epi32(bits, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF)));
-  const __m256i quieted = _mm256_or_si256(bits, _mm256_set1_epi32(0x400000));
-  const __m256i magnitude = _mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF));
-  const __m256i is_nan = _mm256_cmpgt_epi32(magnitude, _mm256_set1_epi32(0x7F800000));
-  return _mm256_srli_epi32(_mm256_blendv_epi8(rounded, quieted, is_nan), 16);
-}
+// The bfloat16 bits in the low half of each 32-bit lane.
+ONNX_AMP_TARGET_AVX2 __m256i RoundToBFloat16Avx2(__m256i bits) { return _mm256_srli_epi32(RoundToBFloat16High(bits), 16); }
 
 ONNX_AMP_TARGET_AVX2 void FloatToBFloat16Avx2(const float* src, uint16_t* dst, size_t count) {
   size_t i = 0;
@@ -167,14 +159,9 @@ ONNX_AMP_TARGET_AVX512 void HalfToFloatAvx512(const uint16_t* src, float* dst, s
 }
 
 // Not VCVTNEPS2BF16 (AVX512_BF16): it flushes subnormal inputs and outputs to zero, so
-// it cannot match the IEEE scalar path bit for bit. Same integer trick as AVX2 instead.
+// it cannot match the IEEE scalar path bit for bit.
 ONNX_AMP_TARGET_AVX512 __m256i RoundToBFloat16Avx512(__m512i bits) {
-  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(bits, 16), _mm512_set1_epi32(1));
-  const __m512i rounded = _mm512_add_epi32(bits, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF)));
-  const __m512i quieted = _mm512_or_si512(bits, _mm512_set1_epi32(0x400000));
-  const __m512i magnitude = _mm512_and_si512(bits, _mm512_set1_epi32(0x7FFFFFFF));
-  const __mmask16 is_nan = _mm512_cmpgt_epu32_mask(magnitude, _mm512_set1_epi32(0x7F800000));
-  return _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_mask_blend_epi32(is_nan, rounded, quieted), 16));
+  return _mm512_cvtepi32_epi16(_mm512_srli_epi32(RoundToBFloat16High(bits), 16));
 }
 
 ONNX_AMP_TARGET_AVX512 void FloatToBFloat16Avx512(const float* src, uint16_t* dst, size_t count) {

@@ -7,6 +7,7 @@
 // sum |terms| + floor.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -215,6 +216,78 @@ TEST(ConvTest, FirstLayerLoopOnAvx512MatchesDoubleReference) {
 TEST(ConvTest, FirstLayerLoopOnAvx2MatchesDoubleReference) {
   if (!FewChannelsPathSupported(FewChannelsPath::kAvx2)) GTEST_SKIP() << "this CPU has no AVX2 with FMA and F16C";
   CheckFirstLayerLoop(FewChannelsPath::kAvx2, 1400);
+}
+
+// With a 2x2 max pool folded in (KernelContext::pools_output), the loop rounds, applies
+// Relu and pools each pair of rows in registers (another activation goes through the
+// stored rows): the bits of the unpooled loop's Y pooled by the MaxPool node, for no
+// activation, Relu and a LeakyRelu; pooled rows of 7 (tiles of 4, 2 and 1 on AVX-512, 2
+// and 1 on AVX2) and odd heights; NaN, infinities and signed zeros in X; and, scaled down,
+// sums that float16 rounds to zeros of either sign, which the pool's order tells apart.
+void CheckPooledFirstLayerLoop(FewChannelsPath path, uint32_t seed) {
+  const ScopedFewChannelsPath scoped(path);
+  const ConvCase cases[] = {
+      {{3, 1, 13, 15}, {16, 1, 3, 3}, 1, {}, {}, {1, 1, 1, 1}, "NOTSET", true},
+      {{2, 2, 11, 14}, {32, 2, 2, 3}, 1, {}, {}, {1, 1, 0, 1}, "NOTSET", false},
+  };
+  const FusedActivationKind activations[] = {FusedActivationKind::kNone, FusedActivationKind::kRelu,
+                                             FusedActivationKind::kLeakyRelu};
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    for (const ConvCase& c : cases) {
+      for (const double scale : {1.0, 1e-4}) {
+        std::vector<double> x_values = RandomValues(static_cast<size_t>(NumElements(c.x)), seed += 3);
+        const double specials[] = {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+                                   -std::numeric_limits<double>::infinity(), 0.0, -0.0};
+        for (size_t i = 0; i < x_values.size(); ++i) x_values[i] = i % 37 == 5 ? specials[i / 37 % 5] : x_values[i] * scale;
+        const Tensor x = MakeFloatTensor(dtype, c.x, x_values);
+        const RoundedTensor w = RandomTensor(dtype, c.w, seed + 1, -0.5 * scale, 0.5 * scale);
+        const RoundedTensor b = RandomTensor(dtype, {c.w[0]}, seed + 2, -0.5, 0.5);
+        for (const FusedActivationKind kind : activations) {
+          const std::string label = std::string(DTypeName(dtype)) + " " + ShapeToString(c.x) + " activation " +
+                                    std::to_string(static_cast<int>(kind)) + " scale " + std::to_string(scale);
+          Tensor ys[2];
+          for (const bool pooled : {false, true}) {
+            NodeRunOptions options;
+            options.channels_last_output = true;
+            options.pools_output = pooled;
+            options.activation.kind = kind;
+            options.activation.alpha = 0.1f;
+            SingleNode node("Conv");
+            node.Attr("pads", c.pads).Input(x).Input(w.tensor);
+            if (c.bias) node.Input(b.tensor);
+            auto out = node.Options(options).Run();
+            ASSERT_TRUE(out.ok()) << label << ": " << out.status().message();
+            ys[pooled] = FromChannelsLast((*out)[0]);
+          }
+          SingleNode pool("MaxPool", 17);
+          pool.Attr("kernel_shape", std::vector<int64_t>{2, 2}).Attr("strides", std::vector<int64_t>{2, 2});
+          auto expected = pool.Input(ys[0]).Run();
+          ASSERT_TRUE(expected.ok()) << label << ": " << expected.status().message();
+          const Tensor& want = (*expected)[0];
+          ASSERT_EQ(ys[1].shape(), want.shape()) << label;
+          const std::vector<double> got = ToDoubles(ys[1]);
+          EXPECT_TRUE(std::any_of(got.begin(), got.end(), [](double v) { return std::isnan(v); })) << label;
+          const size_t bytes = DTypeSize(dtype);
+          for (int64_t i = 0; i < want.num_elements(); ++i) {
+            ASSERT_EQ(std::memcmp(static_cast<const char*>(ys[1].raw_data()) + i * bytes,
+                                  static_cast<const char*>(want.raw_data()) + i * bytes, bytes),
+                      0)
+                << label << ": element " << i << " is " << got[i] << ", the separate pool gives " << ToDoubles(want)[i];
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(ConvTest, FirstLayerLoopOnAvx512PoolsAsTheMaxPoolNode) {
+  if (!FewChannelsPathSupported(FewChannelsPath::kAvx512)) GTEST_SKIP() << "this CPU has no AVX-512 (F, BW, VL)";
+  CheckPooledFirstLayerLoop(FewChannelsPath::kAvx512, 1700);
+}
+
+TEST(ConvTest, FirstLayerLoopOnAvx2PoolsAsTheMaxPoolNode) {
+  if (!FewChannelsPathSupported(FewChannelsPath::kAvx2)) GTEST_SKIP() << "this CPU has no AVX2 with FMA and F16C";
+  CheckPooledFirstLayerLoop(FewChannelsPath::kAvx2, 1800);
 }
 
 // The loops sum each output in the order of oneDNN's direct kernel for the same

@@ -50,6 +50,7 @@ class SingleNodeContext final : public KernelContext {
   ThreadPool& threads() override { return TestThreads(options_.threads); }
   FusedActivation fused_activation() const override { return options_.activation; }
   bool fused_relu_grad() const override { return options_.fused_relu_grad; }
+  bool pools_output() const override { return options_.pools_output; }
   bool input_channels_last(int index) const override {
     return index >= 0 && index < 32 && ((options_.channels_last_inputs >> index) & 1u) != 0;
   }

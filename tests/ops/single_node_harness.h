@@ -23,6 +23,7 @@ struct NodeRunOptions {
   bool channels_last_output = false;
   FusedActivation activation;
   bool fused_relu_grad = false;
+  bool pools_output = false;  // KernelContext::pools_output: a 2x2 max pool folded in
   int threads = 2;  // 1 or 2
 };
 

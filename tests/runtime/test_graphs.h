@@ -25,7 +25,8 @@ inline onnx::ValueInfoProto TensorValue(const std::string& name, DType dtype, co
     if (dims[i] >= 0) {
       dim->set_dim_value(dims[i]);
     } else {
-      dim->set_dim_param(i < params.size() ? params[i] : "d" + std::to_string(i));
+      // By appends: GCC 12 warns falsely (-Wrestrict) on "d" + std::to_string(i).
+      dim->set_dim_param(i < params.size() ? params[i] : std::string("d").append(std::to_string(i)));
     }
   }
   return value;
