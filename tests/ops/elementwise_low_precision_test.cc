@@ -165,6 +165,7 @@ TEST_P(ElementwiseLowPrecision, MatchesFloat32KernelRoundedOnce) {
         ExpectBitExact(c, dtype, {MakeOperand(dtype, {5, 3, 41}, 0, rng), MakeOperand(dtype, {3, 1}, 3, rng)},
                        Tensor());
         ExpectBitExact(c, dtype, {MakeOperand(dtype, {}, 9, rng), MakeOperand(dtype, {7, 33}, 0, rng)}, Tensor());
+        ExpectBitExact(c, dtype, {MakeOperand(dtype, {7, 33}, 0, rng), MakeOperand(dtype, {}, 9, rng)}, Tensor());
         // A bias row under many short rows, conversion blocks spanning several rows on both
         // threads; both operands broadcast; a broadcast operand too large to widen whole.
         ExpectBitExact(c, dtype, {MakeOperand(dtype, {300, 129}, 0, rng), MakeOperand(dtype, {129}, 2, rng)},
