@@ -288,7 +288,9 @@ def convert(tools, model, policy, out):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bin", type=Path, required=True, help="folder with onnx-amp, cpu_bench_infer, gemm_rate")
-    parser.add_argument("--out", type=Path, default=HERE / "out")
+    parser.add_argument("--out", type=Path, default=HERE / "out", help="folder for the results and converted models")
+    parser.add_argument("--inputs", type=Path,
+                        help="folder holding mlp_u4096.onnx, resnet18.onnx and train_data.npz (default: --out)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2, help="processes per training configuration")
     parser.add_argument("--steps", type=int, default=12, help="steps per training process (batch 8192: half)")
@@ -311,8 +313,9 @@ def main(argv=None):
     tools = {name: args.bin / name for name in ("onnx-amp", "cpu_bench_infer", "gemm_rate")}
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
+    inputs = args.inputs or out
     units = 4096
-    mlp = out / "mlp_u4096.onnx"
+    mlp = inputs / "mlp_u4096.onnx"
     repo = HERE.parent
     result = {"machine": bench_report.machine_summary(), "threads": args.threads, "python": platform.python_version(),
               "command": " ".join([sys.argv[0]] + (argv if argv is not None else sys.argv[1:])),
@@ -325,7 +328,7 @@ def main(argv=None):
         for entry in args.train_cases:
             kind, batch = entry.split(":")
             batch = int(batch)
-            case = {"kind": kind, "batch": batch, "data": out / "train_data.npz",
+            case = {"kind": kind, "batch": batch, "data": inputs / "train_data.npz",
                     "steps": args.steps if batch <= 1024 else max(args.warmup + 3, args.steps // 2)}
             if kind == "mlp":
                 shapes, flops = mlp_training_shapes(batch, units)
@@ -337,7 +340,7 @@ def main(argv=None):
     if args.only != "train":
         models = []
         for name in args.infer_models:
-            path = mlp if name == "mlp_u4096" else (out / "resnet18.onnx" if name == "resnet18"
+            path = mlp if name == "mlp_u4096" else (inputs / "resnet18.onnx" if name == "resnet18"
                                                      else repo / "models" / f"{name}.onnx")
             model = {"name": name, "path": path,
                      "converted": {p: convert(tools, path, p, out) for p in POLICIES}}
