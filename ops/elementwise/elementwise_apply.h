@@ -76,32 +76,6 @@ ONNX_AMP_CPU_CLONES void BinaryRun(const C* a, int64_t stride_a, const C* b, int
   }
 }
 
-inline float WidenValue(float value) { return value; }
-inline float WidenValue(BFloat16 value) { return BFloat16BitsToFloat(value.bits); }
-
-// BinaryRun into bfloat16 storage: each operand float32 (a converted block, a repeated
-// bias) or bfloat16 read in place, and each result rounded as it is stored, in one loop
-// the compiler vectorises (the scalar conversions, which give the bulk converters' bits).
-// Strides are 0 or 1, not both 0; `out` may be an operand of stride 1 itself.
-template <typename A, typename B, typename Fn>
-ONNX_AMP_CPU_CLONES void BinaryRunToBFloat16(const A* a, int64_t stride_a, const B* b, int64_t stride_b,
-                                             BFloat16* out, int64_t n, const Fn& fn_ref) {
-  const Fn fn = fn_ref;  // a local copy, as in UnaryRun
-  uint16_t* bits = &out->bits;
-  if (stride_a == 1 && stride_b == 1) {
-#pragma GCC ivdep
-    for (int64_t i = 0; i < n; ++i) bits[i] = FloatToBFloat16Bits(fn(WidenValue(a[i]), WidenValue(b[i])));
-  } else if (stride_a == 1) {
-    const float b0 = WidenValue(b[0]);
-#pragma GCC ivdep
-    for (int64_t i = 0; i < n; ++i) bits[i] = FloatToBFloat16Bits(fn(WidenValue(a[i]), b0));
-  } else {  // b of stride 1: two one-element operands make a one-element output, full
-    const float a0 = WidenValue(a[0]);
-#pragma GCC ivdep
-    for (int64_t i = 0; i < n; ++i) bits[i] = FloatToBFloat16Bits(fn(a0, WidenValue(b[i])));
-  }
-}
-
 // The elements operand k of `plan` holds: the product of the dims it is not broadcast
 // along. As many as the output's means it is laid out as the output is.
 inline int64_t OperandElements(const BroadcastPlan& plan, int k) {
@@ -198,9 +172,7 @@ struct ConvertingOperand {
 // storage types, both operands are converted to C. Converting, each block of kBlockSize
 // outputs is gathered into float32 blocks first, so that a short innermost run (a bias
 // row of 64 added to every token) costs no conversion calls of its own: a bfloat16 bias
-// Add ran at 2.4x the float32 one's time run by run. All in bfloat16, an operand laid out
-// as the output is read in place and the results are rounded as they are stored
-// (BinaryRunToBFloat16), instead of a pass each for widening, the op and the rounding.
+// Add ran at 2.4x the float32 one's time run by run.
 template <typename C, typename A, typename B, typename O, typename Fn>
 void BinaryBroadcast(ThreadPool& threads, const BroadcastPlan& plan, const A* a, const B* b, O* out,
                      const Fn& fn) {
@@ -216,9 +188,6 @@ void BinaryBroadcast(ThreadPool& threads, const BroadcastPlan& plan, const A* a,
     });
   } else {
     if (plan.total == 0) return;
-    constexpr bool kAllBFloat16 = std::is_same_v<C, float> && std::is_same_v<R, float> &&
-                                  std::is_same_v<A, BFloat16> && std::is_same_v<B, BFloat16> &&
-                                  std::is_same_v<O, BFloat16>;
     const ConvertingOperand<C, A> first(plan, a, 0);
     const ConvertingOperand<C, B> second(plan, b, 1);
     const int64_t stride_a = first.elements == 1 ? 0 : 1, stride_b = second.elements == 1 ? 0 : 1;
@@ -228,20 +197,6 @@ void BinaryBroadcast(ThreadPool& threads, const BroadcastPlan& plan, const A* a,
       R out_block[kBlockSize];
       for (int64_t pos = begin; pos < end; pos += kBlockSize) {
         const int64_t count = std::min(kBlockSize, end - pos);
-        if constexpr (kAllBFloat16) {
-          const bool a_in_place = first.full, b_in_place = second.full;
-          if (a_in_place && b_in_place) {
-            BinaryRunToBFloat16(a + pos, 1, b + pos, 1, out + pos, count, fn);
-          } else if (a_in_place) {
-            BinaryRunToBFloat16(a + pos, 1, second.Values(plan, pos, count, b_block), stride_b, out + pos, count, fn);
-          } else if (b_in_place) {
-            BinaryRunToBFloat16(first.Values(plan, pos, count, a_block), stride_a, b + pos, 1, out + pos, count, fn);
-          } else {
-            BinaryRunToBFloat16(first.Values(plan, pos, count, a_block), stride_a,
-                                second.Values(plan, pos, count, b_block), stride_b, out + pos, count, fn);
-          }
-          continue;
-        }
         const C* a_values = first.Values(plan, pos, count, a_block);
         const C* b_values = second.Values(plan, pos, count, b_block);
         BinaryRun(a_values, stride_a, b_values, stride_b, out_block, count, fn);
