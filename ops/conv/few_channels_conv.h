@@ -74,7 +74,7 @@ bool FewChannelsConvPoolsOutput(const Tensor& w, int64_t group);
 // the 2x2 stride-2 max pool of those values ([N, M, OH / 2, OW / 2], the MaxPool's bits):
 // each pair of rows is pooled as it is computed, and the rows are never stored; with no
 // activation or a Relu, the sums are rounded, pooled and stored from registers (the
-// bundled CNN's first layer at batch 32 in bfloat16: 0.145-0.164 -> 0.107 ms a run).
+// bundled CNN's first layer at batch 32 in bfloat16: 0.145-0.169 -> 0.095-0.113 ms a run).
 Status FewChannelsConv(KernelContext& context, const Tensor& x, bool x_channels_last, const Tensor& w,
                        const float* bias, const WindowGeometry& g, const FusedActivation& activation, bool pooled,
                        Tensor& y);
