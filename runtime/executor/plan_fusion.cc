@@ -8,6 +8,7 @@
 #include "runtime/core/onnx_domain.h"
 #include "runtime/graph/graph_view.h"
 #include "runtime/io/tensor_proto.h"
+#include "runtime/onnx/cast_target.h"
 
 namespace onnx_amp {
 
@@ -53,14 +54,7 @@ namespace {
 
 // Whether `step` is a Cast to float32 (ai.onnx, one input, one output).
 bool CastsToFloat32(const PlanStep& step) {
-  const onnx::NodeProto& node = *step.node;
-  if (node.op_type() != "Cast" || !IsOnnxDomain(node.domain()) || step.inputs.size() != 1 || step.outputs.size() != 1) {
-    return false;
-  }
-  for (const onnx::AttributeProto& attribute : node.attribute()) {
-    if (attribute.name() == "to") return attribute.i() == onnx::TensorProto::FLOAT;
-  }
-  return false;
+  return step.inputs.size() == 1 && step.outputs.size() == 1 && CastTarget(*step.node) == DType::kFloat32;
 }
 
 // Whether `step` is an ai.onnx MaxPool of 2x2 windows at stride 2 without pads, dilations

@@ -1,10 +1,11 @@
 #include "runtime/train/weight_copies.h"
 
 #include <map>
+#include <optional>
 #include <set>
 
 #include "ops/common/float32_buffers.h"
-#include "runtime/core/onnx_domain.h"
+#include "runtime/onnx/cast_target.h"
 #include "runtime/train/graph_builder_util.h"
 
 namespace onnx_amp {
@@ -12,15 +13,8 @@ namespace {
 
 // The low type a node casts to, where it is an ai.onnx Cast to float16 or bfloat16.
 DType LowCastType(const onnx::NodeProto& node) {
-  if (node.op_type() != "Cast" || !IsOnnxDomain(node.domain()) || node.input_size() != 1 || node.output_size() != 1) {
-    return DType::kUndefined;
-  }
-  for (const onnx::AttributeProto& attribute : node.attribute()) {
-    if (attribute.name() != "to") continue;
-    if (attribute.i() == onnx::TensorProto::FLOAT16) return DType::kFloat16;
-    if (attribute.i() == onnx::TensorProto::BFLOAT16) return DType::kBFloat16;
-  }
-  return DType::kUndefined;
+  const std::optional<DType> target = CastTarget(node);
+  return target.has_value() && IsLowPrecision(*target) ? *target : DType::kUndefined;
 }
 
 }  // namespace
