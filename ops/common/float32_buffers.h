@@ -39,15 +39,17 @@ Expected<std::vector<Tensor>> Float32Copies(KernelContext& context, const std::v
 // attention softmax ran at 1.4x the float32 one's time.
 inline constexpr int64_t kWidenedRowsElements = 4096;
 
-// Calls row_fn(row, in, out) for the rows [begin, end) of `cols` values of `x`, for a
-// row-wise kernel (softmax, layer norm) that reads `in` and writes `out` as float32; `y`
-// (x's dtype and shape) gets the results. float32 rows are read from x and written into
-// y in place; float16/bfloat16 ones are widened whole rows at a time, up to
-// kWidenedRowsElements, `in` and `out` then the same float32 row, rounded into y once.
-template <typename RowFn>
-void ForEachFloat32Row(const Tensor& x, Tensor& y, int64_t cols, int64_t begin, int64_t end, RowFn&& row_fn) {
+// Calls block_fn(first, rows, in, out) over the rows [begin, end) of `cols` values of `x`,
+// in blocks of consecutive rows, for a row-wise kernel (softmax, layer norm) that reads
+// `in` and writes `out` as float32 (row r of the block at r * cols); `y` (x's dtype and
+// shape) gets the results. float32 rows are read from x and written into y in place, in
+// one block; float16/bfloat16 ones are widened whole rows at a time, up to
+// kWidenedRowsElements, `in` and `out` then the same float32 rows, rounded into y once.
+template <typename BlockFn>
+void ForEachFloat32RowBlock(const Tensor& x, Tensor& y, int64_t cols, int64_t begin, int64_t end, BlockFn&& block_fn) {
+  if (begin >= end) return;
   if (x.dtype() == DType::kFloat32) {
-    for (int64_t row = begin; row < end; ++row) row_fn(row, x.data<float>() + row * cols, y.data<float>() + row * cols);
+    block_fn(begin, end - begin, x.data<float>() + begin * cols, y.data<float>() + begin * cols);
     return;
   }
   const int64_t rows_per_group = std::max<int64_t>(1, kWidenedRowsElements / std::max<int64_t>(cols, 1));
@@ -55,9 +57,17 @@ void ForEachFloat32Row(const Tensor& x, Tensor& y, int64_t cols, int64_t begin, 
   for (int64_t first = begin; first < end; first += rows_per_group) {
     const int64_t count = std::min(rows_per_group, end - first);
     LoadFloat32Block(x, first * cols, count * cols, rows.data());
-    for (int64_t r = 0; r < count; ++r) row_fn(first + r, rows.data() + r * cols, rows.data() + r * cols);
+    block_fn(first, count, rows.data(), rows.data());
     StoreFloat32Block(rows.data(), first * cols, count * cols, y);
   }
+}
+
+// The same, one row at a time: row_fn(row, in, out) with `in` and `out` that row's values.
+template <typename RowFn>
+void ForEachFloat32Row(const Tensor& x, Tensor& y, int64_t cols, int64_t begin, int64_t end, RowFn&& row_fn) {
+  ForEachFloat32RowBlock(x, y, cols, begin, end, [&](int64_t first, int64_t rows, const float* in, float* out) {
+    for (int64_t r = 0; r < rows; ++r) row_fn(first + r, in + r * cols, out + r * cols);
+  });
 }
 
 // out[0, count) = in[0, count) rounded once to `dtype` and widened back, what a Cast to

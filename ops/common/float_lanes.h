@@ -64,27 +64,38 @@ ONNX_AMP_LANES_INLINE void MapLanes(const float* x, int64_t count, float* y, con
 // NaN test of a as well makes GCC write the loop in scalar code.)
 ONNX_AMP_LANES_INLINE Lanes MaxLanes(Lanes a, Lanes b) { return b > a ? b : a; }
 
-// The lanes folded in halves: 8 sums of pairs, then 4, 2, 1.
+// Halves of lanes, for the folds: each step adds (or takes the larger of) the lower and
+// the upper half in registers. Folding through an array in memory instead stalled on
+// store forwarding (a 64-byte store read back in pieces), which in a softmax over rows of
+// 32 cost as much as its exps.
+using Lanes8 = float __attribute__((vector_size(8 * sizeof(float))));
+using Lanes4 = float __attribute__((vector_size(4 * sizeof(float))));
+using Lanes2 = float __attribute__((vector_size(2 * sizeof(float))));
+
+// The lanes folded in halves: 8 sums of pairs (lane l and l + 8), then 4, 2, 1.
 ONNX_AMP_LANES_INLINE float FoldSum(Lanes lanes) {
-  float folded[kLanes];
-  std::memcpy(folded, &lanes, sizeof(folded));
-  for (int width = kLanes / 2; width >= 1; width /= 2) {
-    for (int l = 0; l < width; ++l) folded[l] += folded[l + width];
-  }
-  return folded[0];
+  const Lanes8 eight = __builtin_shufflevector(lanes, lanes, 0, 1, 2, 3, 4, 5, 6, 7) +
+                       __builtin_shufflevector(lanes, lanes, 8, 9, 10, 11, 12, 13, 14, 15);
+  const Lanes4 four = __builtin_shufflevector(eight, eight, 0, 1, 2, 3) + __builtin_shufflevector(eight, eight, 4, 5, 6, 7);
+  const Lanes2 two = __builtin_shufflevector(four, four, 0, 1) + __builtin_shufflevector(four, four, 2, 3);
+  return two[0] + two[1];
 }
 
-// The largest lane, skipping NaN lanes (NaN only if all are).
+// The larger of lower lane a and upper lane b per pair, skipping NaN lanes: b where b > a
+// or a is NaN.
+template <typename Half>
+ONNX_AMP_LANES_INLINE Half MaxSkippingNaN(Half a, Half b) {
+  return (b > a) | (a != a) ? b : a;
+}
+
+// The largest lane, skipping NaN lanes (NaN only if all are), folded in halves as FoldSum.
 ONNX_AMP_LANES_INLINE float FoldMax(Lanes lanes) {
-  float folded[kLanes];
-  std::memcpy(folded, &lanes, sizeof(folded));
-  for (int width = kLanes / 2; width >= 1; width /= 2) {
-    for (int l = 0; l < width; ++l) {
-      const float a = folded[l], b = folded[l + width];
-      folded[l] = b > a || a != a ? b : a;
-    }
-  }
-  return folded[0];
+  const Lanes8 eight = MaxSkippingNaN(__builtin_shufflevector(lanes, lanes, 0, 1, 2, 3, 4, 5, 6, 7),
+                                      __builtin_shufflevector(lanes, lanes, 8, 9, 10, 11, 12, 13, 14, 15));
+  const Lanes4 four =
+      MaxSkippingNaN(__builtin_shufflevector(eight, eight, 0, 1, 2, 3), __builtin_shufflevector(eight, eight, 4, 5, 6, 7));
+  const Lanes2 two = MaxSkippingNaN(__builtin_shufflevector(four, four, 0, 1), __builtin_shufflevector(four, four, 2, 3));
+  return two[1] > two[0] || two[0] != two[0] ? two[1] : two[0];
 }
 
 // floor(x) per lane, for |x| < 2^31.

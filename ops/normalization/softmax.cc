@@ -24,43 +24,81 @@ struct AxisView {
   int64_t outer = 1, count = 1, inner = 1;
 };
 
-// Softmax or LogSoftmax of one contiguous float32 row, x[0, count) -> y[0, count) (y may
-// be x): the maximum, exp(x - max) and its sum in 16 lanes (ops/common/float_lanes.h).
-// The last count % 16 values go through the same vector exp, padded with -inf (exp 0).
-ONNX_AMP_CPU_CLONES void LaneSoftmaxRow(SoftmaxKind kind, const float* x, float* y, int64_t count) {
+// Softmax or LogSoftmax of G contiguous float32 rows, x[g * count, (g + 1) * count) ->
+// y[the same] (y may be x), each row on its own: the maximum, exp(x - max) and its sum in
+// 16 lanes (ops/common/float_lanes.h). The last count % 16 values of a row go through the
+// same vector exp, padded with -inf (exp 0); a row of whole blocks (attention over 32 or
+// 64 keys) has no such tail to exponentiate. Several rows at once keep several exps and
+// divisions in flight: a row of 32 values alone waits on each one's latency in turn.
+template <int G>
+ONNX_AMP_LANES_INLINE void LaneSoftmaxRows(SoftmaxKind kind, const float* x, float* y, int64_t count) {
   const int64_t body = count - count % kLanes;
-  float tail[kLanes];
-  std::fill_n(tail, kLanes, -std::numeric_limits<float>::infinity());
-  std::copy(x + body, x + count, tail);
-  Lanes max_lanes = LoadLanes(tail);
-  for (int64_t i = 0; i < body; i += kLanes) max_lanes = MaxLanes(max_lanes, LoadLanes(x + i));
-  const Lanes max = SplatLanes(FoldMax(max_lanes));
-  Lanes tail_exp = ExpLanes(LoadLanes(tail) - max);
-  Lanes sums = tail_exp;
+  const bool has_tail = body < count;
+  float tail[G][kLanes];
+  Lanes max_lanes[G];
+  for (int g = 0; g < G; ++g) {
+    std::fill_n(tail[g], kLanes, -std::numeric_limits<float>::infinity());
+    std::copy(x + g * count + body, x + (g + 1) * count, tail[g]);
+    max_lanes[g] = LoadLanes(tail[g]);
+  }
   for (int64_t i = 0; i < body; i += kLanes) {
-    const Lanes e = ExpLanes(LoadLanes(x + i) - max);
-    if (kind == SoftmaxKind::kSoftmax) StoreLanes(e, y + i);
-    sums += e;
+    for (int g = 0; g < G; ++g) max_lanes[g] = MaxLanes(max_lanes[g], LoadLanes(x + g * count + i));
   }
-  const Lanes sum = SplatLanes(FoldSum(sums));
-  if (kind == SoftmaxKind::kSoftmax) {
-    for (int64_t i = 0; i < body; i += kLanes) StoreLanes(LoadLanes(y + i) / sum, y + i);
-    tail_exp = tail_exp / sum;
-  } else {
-    const Lanes log_sum = SplatLanes(std::log(sum[0]));
-    for (int64_t i = 0; i < body; i += kLanes) StoreLanes(LoadLanes(x + i) - max - log_sum, y + i);
-    tail_exp = LoadLanes(tail) - max - log_sum;
+  // Without a tail the sums start from zeros, what exp(-inf - max) gives, except that it
+  // gives NaN where max is -inf or NaN; then every exp of the body is NaN too.
+  Lanes max[G], tail_exp[G], sums[G];
+  for (int g = 0; g < G; ++g) {
+    max[g] = SplatLanes(FoldMax(max_lanes[g]));
+    tail_exp[g] = has_tail ? ExpLanes(LoadLanes(tail[g]) - max[g]) : SplatLanes(0.0f);
+    sums[g] = tail_exp[g];
   }
-  StoreLanes(tail_exp, tail);
-  std::copy(tail, tail + (count - body), y + body);
+  for (int64_t i = 0; i < body; i += kLanes) {
+    for (int g = 0; g < G; ++g) {
+      const Lanes e = ExpLanes(LoadLanes(x + g * count + i) - max[g]);
+      if (kind == SoftmaxKind::kSoftmax) StoreLanes(e, y + g * count + i);
+      sums[g] += e;
+    }
+  }
+  for (int g = 0; g < G; ++g) {
+    const float* x_row = x + g * count;
+    float* y_row = y + g * count;
+    const Lanes sum = SplatLanes(FoldSum(sums[g]));
+    if (kind == SoftmaxKind::kSoftmax) {
+      for (int64_t i = 0; i < body; i += kLanes) StoreLanes(LoadLanes(y_row + i) / sum, y_row + i);
+      tail_exp[g] = tail_exp[g] / sum;
+    } else {
+      const Lanes log_sum = SplatLanes(std::log(sum[0]));
+      for (int64_t i = 0; i < body; i += kLanes) StoreLanes(LoadLanes(x_row + i) - max[g] - log_sum, y_row + i);
+      tail_exp[g] = LoadLanes(tail[g]) - max[g] - log_sum;
+    }
+    if (!has_tail) continue;
+    StoreLanes(tail_exp[g], tail[g]);
+    std::copy(tail[g], tail[g] + (count - body), y_row + body);
+  }
+}
+
+// Rows longer than this go one at a time: a group's rows are read three times over, and
+// should stay in the L1 cache meanwhile.
+constexpr int64_t kGroupedRowsElements = 4096;
+constexpr int kRowGroup = 4;
+
+// LaneSoftmaxRows over `rows` contiguous rows of `count` values.
+ONNX_AMP_CPU_CLONES void LaneSoftmaxRowBlock(SoftmaxKind kind, const float* x, float* y, int64_t count, int64_t rows) {
+  int64_t r = 0;
+  if (count * kRowGroup <= kGroupedRowsElements) {
+    for (; r + kRowGroup <= rows; r += kRowGroup) LaneSoftmaxRows<kRowGroup>(kind, x + r * count, y + r * count, count);
+  }
+  for (; r < rows; ++r) LaneSoftmaxRows<1>(kind, x + r * count, y + r * count, count);
 }
 
 // Softmax or LogSoftmax along the last axis of a float32, float16 or bfloat16 tensor,
-// row by row (ForEachFloat32Row: float16/bfloat16 rows widened several at a time).
+// in blocks of rows (ForEachFloat32RowBlock: float16/bfloat16 rows widened several at a
+// time).
 void RunLaneSoftmax(KernelContext& context, const Tensor& x, const AxisView& v, SoftmaxKind kind, Tensor& y) {
   context.threads().ParallelFor(v.outer, ItemsPerChunk(v.count, 4096), [&](int64_t begin, int64_t end) {
-    ForEachFloat32Row(x, y, v.count, begin, end,
-                      [&](int64_t, const float* in, float* out) { LaneSoftmaxRow(kind, in, out, v.count); });
+    ForEachFloat32RowBlock(x, y, v.count, begin, end, [&](int64_t, int64_t rows, const float* in, float* out) {
+      LaneSoftmaxRowBlock(kind, in, out, v.count, rows);
+    });
   });
 }
 

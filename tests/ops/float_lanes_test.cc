@@ -3,6 +3,7 @@
 // and the lane folds.
 #include "ops/common/float_lanes.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
@@ -226,6 +227,28 @@ TEST(FloatLanesTest, FloorAndFolds) {
   EXPECT_EQ(FoldSum(LoadLanes(values)), -4.0f);  // -4 + -3.5 + ... + 3.5, exact
   values[3] = std::numeric_limits<float>::quiet_NaN();
   EXPECT_EQ(FoldMax(LoadLanes(values)), 3.5f) << "a NaN lane is skipped";
+}
+
+// The folds' order: the halves, lane l with lane l + width. Lanes 0 and 8 cancel first, so
+// none of the ones is lost to 2^25 (whose unit is 4), and the sum is exact; summed left
+// to right, the ones of lanes 1-7 vanish into 2^25 and it gives 7.
+TEST(FloatLanesTest, FoldsGoByHalves) {
+  float values[kLanes];
+  std::fill_n(values, kLanes, 1.0f);
+  values[0] = 0x1p25f;
+  values[8] = -0x1p25f;
+  EXPECT_EQ(FoldSum(LoadLanes(values)), 14.0f);
+
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::fill_n(values, kLanes, nan);
+  EXPECT_TRUE(std::isnan(FoldMax(LoadLanes(values)))) << "all lanes NaN";
+  for (int lane : {0, 7, 8, 12, 15}) {
+    std::fill_n(values, kLanes, nan);
+    values[lane] = -7.0f;
+    EXPECT_EQ(FoldMax(LoadLanes(values)), -7.0f) << "the one number, in lane " << lane;
+  }
+  for (int l = 0; l < kLanes; ++l) values[l] = static_cast<float>((l * 5) % 16);  // 15 in lane 3
+  EXPECT_EQ(FoldMax(LoadLanes(values)), 15.0f);
 }
 
 }  // namespace

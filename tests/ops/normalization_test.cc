@@ -141,6 +141,52 @@ TEST(SoftmaxTest, LowPrecisionRowsMatchTheFloat32KernelRoundedOnce) {
   }
 }
 
+// Short rows run four at a time (interleaved for speed): each row of a group, and each
+// row left after the groups, gives what it gives run alone, bit for bit. Rows of 32 (whole
+// vectors, no padded tail), 24 and 5; row 1 holds a NaN (NaN throughout), row 2 is all
+// -inf (NaN throughout: exp(-inf - -inf)), row 5 has masked entries and one +inf (NaN
+// throughout: exp(inf - inf)).
+TEST(SoftmaxTest, GroupedShortRowsMatchEachRowAlone) {
+  const int64_t rows = 7;
+  for (int64_t cols : {int64_t{32}, int64_t{24}, int64_t{5}}) {
+    std::vector<double> values = RandomValues(static_cast<size_t>(rows * cols), 5, -6.0, 6.0);
+    values[static_cast<size_t>(cols + 3)] = NAN;
+    for (int64_t c = 0; c < cols; ++c) values[static_cast<size_t>(2 * cols + c)] = -INFINITY;
+    for (int64_t c = 0; c < cols; c += 2) values[static_cast<size_t>(5 * cols + c)] = -10000.0;
+    values[static_cast<size_t>(5 * cols + 1)] = INFINITY;
+    const Tensor x = MakeFloatTensor(DType::kFloat32, {rows, cols}, values);
+    for (bool log : {false, true}) {
+      const char* op = log ? "LogSoftmax" : "Softmax";
+      auto all = SingleNode(op, 13).Input(x).Run();
+      ASSERT_TRUE(all.ok());
+      const std::vector<double> got = ToDoubles((*all)[0]);
+      for (int64_t r = 0; r < rows; ++r) {
+        const std::vector<double> row(values.begin() + r * cols, values.begin() + (r + 1) * cols);
+        auto alone = SingleNode(op, 13).Input(MakeFloatTensor(DType::kFloat32, {1, cols}, row)).Run();
+        ASSERT_TRUE(alone.ok());
+        const std::vector<double> want = ToDoubles((*alone)[0]);
+        for (int64_t c = 0; c < cols; ++c) {
+          const double g = got[static_cast<size_t>(r * cols + c)], w = want[static_cast<size_t>(c)];
+          EXPECT_TRUE(g == w || (std::isnan(g) && std::isnan(w))) << op << " cols " << cols << " row " << r << " col " << c;
+        }
+        if (r == 1 || r == 2 || r == 5) {
+          for (double v : want) EXPECT_TRUE(std::isnan(v)) << op << " cols " << cols << " row " << r;
+        }
+      }
+      // The ordinary rows against the double reference (the bound of LowPrecisionRoundsOnce).
+      const std::vector<double> ref = RefSoftmaxRows(values, rows, cols, log);
+      for (int64_t r : {int64_t{0}, int64_t{3}, int64_t{4}, int64_t{6}}) {
+        for (int64_t c = 0; c < cols; ++c) {
+          const size_t i = static_cast<size_t>(r * cols + c);
+          const double f32_part = log ? 2 * (std::abs(ref[i]) + 2 * 12.0 + cols + 7) * kUnitF32
+                                      : 2 * (2 * 12.0 + cols + 5) * kUnitF32 * std::abs(ref[i]);
+          EXPECT_NEAR(got[i], ref[i], f32_part) << op << " cols " << cols << " row " << r << " col " << c;
+        }
+      }
+    }
+  }
+}
+
 // Softmax and LogSoftmax along axis 1 of [2, 7, 4, 5]: 20 columns per image, one whole
 // block of 16 and a padded block of 4, each column with its own max and sum. A NaN makes
 // its column NaN and leaves the others; a -inf gives 0 (Softmax).
