@@ -54,6 +54,16 @@ Status MatMulCpu(KernelContext& context) {
   problem.b_strides = DenseStrides(problem.b_dims);
   problem.c_dims.assign(c_shape.begin(), c_shape.end());
   problem.activation = context.fused_activation();
+  if (const Tensor* bias = context.fused_bias()) {
+    // float32 only: the one rounding of A @ B + bias is then the MatMul's rounding and
+    // the Add's, as the separate nodes give them (not so for float16/bfloat16 outputs).
+    if (bias->dtype() != DType::kFloat32 || y_dtype != DType::kFloat32 || bias->num_elements() != c_shape.back()) {
+      return context.Error(ErrorCode::kInternal, "a bias Add folded into this MatMul does not fit its float32 output " +
+                                                     ShapeToString(y_shape) + ": " + std::string(DTypeName(bias->dtype())) +
+                                                     " " + ShapeToString(bias->shape()));
+    }
+    problem.bias.assign(bias->data<float>(), bias->data<float>() + bias->num_elements());
+  }
   problem.packed_b = dnn::PackedWeightsOf(context, 1);
   return ComputeMatMul(context, problem, *a, *b, y_view, {});
 }

@@ -82,6 +82,10 @@ class KernelContext {
   // at this node and is stored in output 0's memory order, AllocateOutput(0) may return
   // its buffer: the kernel must read each of its elements before writing that element.
   virtual const Tensor* fused_addend() const { return nullptr; }
+  // A float32 row of output 0's last dim added to each of its rows before the fused
+  // activation (a bias Add folded into the CPU float32 MatMul); nullptr when none. Set
+  // only for kernels registered with KernelDef::fuses_bias_add.
+  virtual const Tensor* fused_bias() const { return nullptr; }
   // Whether output 0 is stored as float32 holding the values rounded to the node's
   // float16/bfloat16 result (a Cast to float32 folded in); set only for kernels
   // registered with KernelDef::fuses_widening_cast.
@@ -177,6 +181,9 @@ struct KernelDef {
   // value (0: any). A node whose dtype is outside them runs on the CPU.
   uint32_t dtypes = 0;
   int dtype_input = 0;
+  // Honours KernelContext::fused_bias(), so the plan may fold into this node the Add of
+  // a constant float32 row that alone reads its float32 output 0 (a linear layer's bias).
+  bool fuses_bias_add = false;
   // Honours KernelContext::widens_output(), so the plan may fold a Cast to float32 that
   // alone reads a float16/bfloat16 output 0 into this node.
   bool fuses_widening_cast = false;

@@ -192,6 +192,7 @@ class PlanBuilder {
       }
       FoldBatchNormIntoConv(*plan, outer_reads, keep);
       FuseConvAdd(*plan, outer_reads, keep);
+      FuseMatMulBias(*plan, outer_reads, keep);
       FuseActivations(*plan, outer_reads, keep);
       FuseWideningCasts(*plan, outer_reads, keep);
       FuseReluGrads(*plan, outer_reads, keep);

@@ -47,6 +47,7 @@ struct PlanStep {
   std::string op_label;         // the op type, or "Conv+Relu" for a fused step
   FusedActivation activation;   // folded in from the node that read output 0
   int addend_input = -1;        // input added to output 0 before the activation (Conv+Add)
+  int bias_input = -1;          // row added to output 0's rows before the activation (MatMul+Add)
   // A Cast to float32 folded in (plan_fusion.h): output 0 is stored as float32.
   bool widened_output = false;
   // A ReluGrad folded in (plan_fusion.h): output 0 is multiplied by the Relu's slope.

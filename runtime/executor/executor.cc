@@ -171,6 +171,7 @@ class NodeContext final : public KernelContext {
 
   FusedActivation fused_activation() const override { return step_.activation; }
   const Tensor* fused_addend() const override { return input(step_.addend_input); }
+  const Tensor* fused_bias() const override { return input(step_.bias_input); }
   bool widens_output() const override { return step_.widened_output; }
   bool fused_relu_grad() const override { return step_.relu_grad; }
   bool relu_of_input() const override { return step_.relu_input; }

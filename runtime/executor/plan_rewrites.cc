@@ -207,6 +207,39 @@ void FuseConvAdd(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, co
   RemoveFoldedSteps(plan, outer_reads, folded);
 }
 
+void FuseMatMulBias(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& keep) {
+  const SlotUses uses = CountSlotUses(plan, outer_reads);
+  std::vector<bool> folded(plan.steps.size(), false);
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const PlanStep& add = plan.steps[s];
+    if (!IsCpuOp(add, "Add") || add.inputs.size() != 2 || add.outputs.size() != 1 || add.outputs[0] < 0) continue;
+    for (int side = 0; side < 2 && !folded[s]; ++side) {
+      const int value = add.inputs[side], row = add.inputs[1 - side];
+      const Tensor* bias = row < 0 ? nullptr : InitializerOf(plan, row);
+      if (value < 0 || bias == nullptr || bias->dtype() != DType::kFloat32 || bias->rank() != 1) continue;
+      const int source = FoldableProducer(plan, uses, keep, value);
+      if (source < 0) continue;
+      PlanStep& matmul = plan.steps[source];
+      if (matmul.device != DeviceKind::kCpu || !matmul.kernel || !matmul.kernel->fuses_bias_add ||
+          matmul.outputs.size() != 1 || matmul.inputs.size() != 2 || matmul.activation.kind != FusedActivationKind::kNone ||
+          matmul.bias_input >= 0 || matmul.widened_output) {
+        continue;
+      }
+      const Tensor* weights = matmul.inputs[1] < 0 ? nullptr : InitializerOf(plan, matmul.inputs[1]);
+      if (weights == nullptr || weights->dtype() != DType::kFloat32 || weights->rank() < 2 ||
+          weights->shape().back() != bias->shape()[0]) {
+        continue;
+      }
+      matmul.bias_input = static_cast<int>(matmul.inputs.size());
+      matmul.inputs.push_back(row);
+      matmul.outputs[0] = add.outputs[0];
+      matmul.op_label += "+Add";
+      folded[s] = true;
+    }
+  }
+  RemoveFoldedSteps(plan, outer_reads, folded);
+}
+
 namespace {
 
 bool IsTrainingBatchNorm(const PlanStep& step) { return IsCpuBatchNorm(step) && TrainsBatchNorm(step); }

@@ -26,6 +26,14 @@ void FoldBatchNormIntoConv(GraphPlan& plan, std::vector<std::vector<int>>& outer
 // other operand computed before the Conv runs.
 void FuseConvAdd(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& keep);
 
+// Folds each Add of a constant float32 row [N] that alone reads the output of a CPU MatMul
+// with constant float32 weights [..., K, N] into that MatMul (its kernel adds the row
+// before any activation, which FuseActivations may then fold too: "MatMul+Add+Relu", a
+// linear layer as exporters write it). In float32 the sum's one rounding is the Add's,
+// so the bits are the separate nodes'; float16/bfloat16 products are rounded before
+// their Add and stay unfused.
+void FuseMatMulBias(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& keep);
+
 // Training: hands each training-mode CPU BatchNormalization's batch mean and variance to
 // the BatchNormalizationGrad that reads the same channels-last X (run after
 // AssignChannelsLast), through two new slots (ops/normalization/batch_statistics.h). The

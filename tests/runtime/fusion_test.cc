@@ -111,6 +111,37 @@ onnx::ModelProto ConvNet() {
   return model;
 }
 
+// Linear layers as exporters write them, MatMul then Add of a bias row:
+//   y1 = Relu(Add(b, MatMul(x, w)))   x [2, 40]: a few rows (their own kernel), the bias first
+//   y2 = Add(MatMul(x3, w), b)        x3 [3, 70, 40]: 210 rows on oneDNN
+//   y3 = Add(mm3, b), mm3 = MatMul(x, w) a graph output too: not folded.
+onnx::ModelProto LinearNet() {
+  std::mt19937_64 rng(9);
+  onnx::GraphProto graph;
+  graph.set_name("linear_net");
+  *graph.add_input() = FloatValue("x", {2, 40});
+  *graph.add_input() = FloatValue("x3", {3, 70, 40});
+  testing::RandomFloatInitializer(graph, "w", {40, 48}, rng, 0.3f);
+  testing::RandomFloatInitializer(graph, "b", {48}, rng, 0.5f);
+  Node(graph, "MatMul", {"x", "w"}, "mm1");
+  Node(graph, "Add", {"b", "mm1"}, "sum1");
+  Node(graph, "Relu", {"sum1"}, "y1");
+  Node(graph, "MatMul", {"x3", "w"}, "mm2");
+  Node(graph, "Add", {"mm2", "b"}, "y2");
+  Node(graph, "MatMul", {"x", "w"}, "mm3");
+  Node(graph, "Add", {"mm3", "b"}, "y3");
+  *graph.add_output() = FloatValue("y1", {2, 48});
+  *graph.add_output() = FloatValue("y2", {3, 70, 48});
+  *graph.add_output() = FloatValue("y3", {2, 48});
+  *graph.add_output() = FloatValue("mm3", {2, 48});
+
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(17);
+  *model.mutable_graph() = graph;
+  return model;
+}
+
 onnx::ModelProto Bundled(const std::string& name) {
   Expected<onnx::ModelProto> model = LoadModel(std::string(ONNX_AMP_MODELS_DIR) + "/" + name);
   EXPECT_TRUE(model.ok()) << model.status().message();
@@ -129,12 +160,13 @@ std::unique_ptr<Executor> Make(const onnx::ModelProto& model, bool optimize, std
   return executor.ok() ? std::move(executor).value() : nullptr;
 }
 
-// Inputs uniform in [-1, 1) (about half the pre-activation values are negative).
+// Inputs uniform in [-1, 1) (about half the pre-activation values are negative); the
+// transformer's token ids in [0, 10), 5 of them per sequence.
 std::map<std::string, Tensor> Inputs(const Executor& executor, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::map<std::string, Tensor> feeds;
   for (const InputSpec& spec : executor.inputs()) {
-    Expected<Tensor> tensor = RandomInput(spec, {{"batch", 3}}, rng);
+    Expected<Tensor> tensor = RandomInput(spec, {{"batch", 3}, {"seq", 5}}, rng);
     EXPECT_TRUE(tensor.ok()) << tensor.status().message();
     if (tensor.ok()) feeds[spec.name] = std::move(tensor).value();
   }
@@ -194,7 +226,8 @@ class FusionTest : public ::testing::TestWithParam<Case> {};
 TEST_P(FusionTest, FusedAndPrepackedMatchUnfusedBitForBit) {
   const Case& c = GetParam();
   const std::string name = c.model;
-  const onnx::ModelProto model = Converted(name == "conv_net" ? ConvNet() : Bundled(name), c.policy);
+  const onnx::ModelProto model =
+      Converted(name == "conv_net" ? ConvNet() : name == "linear_net" ? LinearNet() : Bundled(name), c.policy);
   std::unique_ptr<Executor> fused = Make(model, true);
   std::unique_ptr<Executor> plain = Make(model, false);
   ASSERT_TRUE(fused && plain);
@@ -217,6 +250,11 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"conv_net", PolicyKind::kFloat32, {{"Conv+Relu", 1}, {"Conv+Clip", 1}, {"Conv+LeakyRelu", 1}, {"MatMul+Relu", 1}}},
         Case{"conv_net", PolicyKind::kMixedFloat16, {{"Conv+Relu", 1}, {"Conv+Clip", 1}, {"Conv+LeakyRelu", 1}, {"MatMul+Relu", 1}}},
         Case{"conv_net", PolicyKind::kMixedBFloat16, {{"Conv+Relu", 1}, {"Conv+Clip", 1}, {"Conv+LeakyRelu", 1}, {"MatMul+Relu", 1}}},
+        // float32 bias rows fold into their MatMuls; float16/bfloat16 products are rounded
+        // before their Add, which stays.
+        Case{"linear_net", PolicyKind::kFloat32, {{"MatMul+Add+Relu", 1}, {"MatMul+Add", 1}, {"MatMul", 1}, {"Add", 1}}},
+        Case{"linear_net", PolicyKind::kMixedBFloat16, {{"Add", 3}}},
+        Case{"transformer_block.onnx", PolicyKind::kFloat32, {{"MatMul+Add", 7}}},
         Case{"mlp_u64.onnx", PolicyKind::kFloat32, {{"Gemm+Relu", 2}}},
         // The logits' Cast to float32 folds into their Gemm.
         Case{"mlp_u64.onnx", PolicyKind::kMixedFloat16, {{"Gemm+Relu", 2}, {"Gemm+Cast", 1}}},
