@@ -1,7 +1,8 @@
 // 16 float32 lanes as one GCC vector, for loops built once per instruction set with
 // ONNX_AMP_CPU_CLONES (ops/common/cpu_clones.h): each clone holds a vector in one
 // AVX-512 register, two AVX2 ones or four SSE ones, and does the same operations lane by
-// lane, so every CPU gives the same bits. Reductions keep one running value per lane
+// lane, so every CPU gives the same bits (the fused multiply-adds of MulAddLanes
+// included). Reductions keep one running value per lane
 // (lane l takes elements l, l + 16, ...) and fold the lanes in halves at the end.
 //
 // The helpers are always inlined into their cloned callers, and so must be every function
@@ -112,12 +113,23 @@ ONNX_AMP_LANES_INLINE Lanes Pow2Lanes(LaneInts k) {
   return result;
 }
 
+// a * b + c per lane, rounded once (fmaf): one VFMADD in the AVX-512 and x86-64-v3
+// clones. The polynomials below step on it: Erf over 262,144 values took 0.30 ms on one
+// thread with a multiply and an add per step (rolled or unrolled), 0.23 with it.
+ONNX_AMP_LANES_INLINE Lanes MulAddLanes(Lanes a, Lanes b, Lanes c) {
+  Lanes r;
+  for (int l = 0; l < kLanes; ++l) r[l] = __builtin_fmaf(a[l], b[l], c[l]);
+  return r;
+}
+
 // c[0] x^(N-1) + c[1] x^(N-2) + ... + c[N-1] per lane, by Horner's rule (highest
-// coefficient first).
+// coefficient first), each step one fused multiply-add. Unrolled: as a loop, with its
+// branch and coefficient loads on the chain of dependent steps, the FMA gained nothing.
 template <size_t N>
 ONNX_AMP_LANES_INLINE Lanes PolynomialLanes(Lanes x, const float (&c)[N]) {
   Lanes sum = SplatLanes(c[0]);
-  for (size_t i = 1; i < N; ++i) sum = sum * x + c[i];
+#pragma GCC unroll 16
+  for (size_t i = 1; i < N; ++i) sum = MulAddLanes(sum, x, SplatLanes(c[i]));
   return sum;
 }
 
