@@ -11,6 +11,8 @@
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define ONNX_AMP_CPU_CLONES __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
+#define ONNX_AMP_CPU_CLONES_BUILT 1
 #else
 #define ONNX_AMP_CPU_CLONES
+#define ONNX_AMP_CPU_CLONES_BUILT 0
 #endif

@@ -19,6 +19,8 @@
 #include <cstring>
 #include <limits>
 
+#include "ops/common/cpu_clones.h"
+
 namespace onnx_amp {
 
 constexpr int kLanes = 16;
@@ -116,10 +118,16 @@ ONNX_AMP_LANES_INLINE Lanes Pow2Lanes(LaneInts k) {
 // a * b + c per lane, rounded once (fmaf): one VFMADD in the AVX-512 and x86-64-v3
 // clones. The polynomials below step on it: Erf over 262,144 values took 0.30 ms on one
 // thread with a multiply and an add per step (rolled or unrolled), 0.23 with it.
+// A build without the clones (another compiler) for a target without FMA multiplies and
+// adds instead: its bits differ, but it does not call fmaf sixteen times a step.
 ONNX_AMP_LANES_INLINE Lanes MulAddLanes(Lanes a, Lanes b, Lanes c) {
+#if ONNX_AMP_CPU_CLONES_BUILT || defined(__FMA__)
   Lanes r;
   for (int l = 0; l < kLanes; ++l) r[l] = __builtin_fmaf(a[l], b[l], c[l]);
   return r;
+#else
+  return a * b + c;
+#endif
 }
 
 // c[0] x^(N-1) + c[1] x^(N-2) + ... + c[N-1] per lane, by Horner's rule (highest
