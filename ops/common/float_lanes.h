@@ -88,7 +88,7 @@ ONNX_AMP_LANES_INLINE float FoldSum(Lanes lanes) {
 // or a is NaN.
 template <typename Half>
 ONNX_AMP_LANES_INLINE Half MaxSkippingNaN(Half a, Half b) {
-  return (b > a) | (a != a) ? b : a;
+  return ((b > a) | (a != a)) ? b : a;
 }
 
 // The largest lane, skipping NaN lanes (NaN only if all are), folded in halves as FoldSum.
