@@ -178,8 +178,16 @@ void FoldBatchNormIntoConv(GraphPlan& plan, std::vector<std::vector<int>>& outer
   RemoveFoldedSteps(plan, outer_reads, folded);
 }
 
-void FuseConvAdd(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& keep) {
-  if (plan.view == nullptr) return;
+namespace {
+
+// Folds CPU Adds into the steps producing one of their operands: for each Add (two
+// inputs, one output) and each operand `value` that is output 0 of a step it may disappear
+// into (FoldableProducer), with `other` the other operand, asks fold(producer index, uses,
+// value, other) to take `other` into that step. The first that does writes the Add's output
+// from then on, and the Add goes.
+template <typename Fold>
+void FoldAddsIntoProducers(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& keep,
+                           Fold&& fold) {
   const SlotUses uses = CountSlotUses(plan, outer_reads);
   std::vector<bool> folded(plan.steps.size(), false);
   for (size_t s = 0; s < plan.steps.size(); ++s) {
@@ -189,55 +197,51 @@ void FuseConvAdd(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, co
       const int value = add.inputs[side], other = add.inputs[1 - side];
       if (value < 0 || other < 0 || value == other) continue;
       const int source = FoldableProducer(plan, uses, keep, value);
-      if (source < 0 || uses.producer[other] >= source) continue;
-      PlanStep& conv = plan.steps[source];
-      if (!IsCpuOp(conv, "Conv") || conv.outputs.size() != 1 || conv.inputs.size() < 2 ||
-          conv.activation.kind != FusedActivationKind::kNone || conv.addend_input >= 0 ||
-          !SameShape(*plan.view, plan.slot_names[value], plan.slot_names[other])) {
-        continue;
-      }
-      if (conv.inputs.size() < 3) conv.inputs.resize(3, -1);
-      conv.addend_input = static_cast<int>(conv.inputs.size());
-      conv.inputs.push_back(other);
-      conv.outputs[0] = add.outputs[0];
-      conv.op_label += "+Add";
+      if (source < 0 || !fold(source, uses, value, other)) continue;
+      plan.steps[source].outputs[0] = add.outputs[0];
+      plan.steps[source].op_label += "+Add";
       folded[s] = true;
     }
   }
   RemoveFoldedSteps(plan, outer_reads, folded);
 }
 
-void FuseMatMulBias(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& keep) {
-  const SlotUses uses = CountSlotUses(plan, outer_reads);
-  std::vector<bool> folded(plan.steps.size(), false);
-  for (size_t s = 0; s < plan.steps.size(); ++s) {
-    const PlanStep& add = plan.steps[s];
-    if (!IsCpuOp(add, "Add") || add.inputs.size() != 2 || add.outputs.size() != 1 || add.outputs[0] < 0) continue;
-    for (int side = 0; side < 2 && !folded[s]; ++side) {
-      const int value = add.inputs[side], row = add.inputs[1 - side];
-      const Tensor* bias = row < 0 ? nullptr : InitializerOf(plan, row);
-      if (value < 0 || bias == nullptr || bias->dtype() != DType::kFloat32 || bias->rank() != 1) continue;
-      const int source = FoldableProducer(plan, uses, keep, value);
-      if (source < 0) continue;
-      PlanStep& matmul = plan.steps[source];
-      if (matmul.device != DeviceKind::kCpu || !matmul.kernel || !matmul.kernel->fuses_bias_add ||
-          matmul.outputs.size() != 1 || matmul.inputs.size() != 2 || matmul.activation.kind != FusedActivationKind::kNone ||
-          matmul.bias_input >= 0 || matmul.widened_output) {
-        continue;
-      }
-      const Tensor* weights = matmul.inputs[1] < 0 ? nullptr : InitializerOf(plan, matmul.inputs[1]);
-      if (weights == nullptr || weights->dtype() != DType::kFloat32 || weights->rank() < 2 ||
-          weights->shape().back() != bias->shape()[0]) {
-        continue;
-      }
-      matmul.bias_input = static_cast<int>(matmul.inputs.size());
-      matmul.inputs.push_back(row);
-      matmul.outputs[0] = add.outputs[0];
-      matmul.op_label += "+Add";
-      folded[s] = true;
+}  // namespace
+
+void FuseConvAdd(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& keep) {
+  if (plan.view == nullptr) return;
+  FoldAddsIntoProducers(plan, outer_reads, keep, [&](int source, const SlotUses& uses, int value, int other) {
+    PlanStep& conv = plan.steps[source];
+    if (uses.producer[other] >= source || !IsCpuOp(conv, "Conv") || conv.outputs.size() != 1 ||
+        conv.inputs.size() < 2 || conv.activation.kind != FusedActivationKind::kNone || conv.addend_input >= 0 ||
+        !SameShape(*plan.view, plan.slot_names[value], plan.slot_names[other])) {
+      return false;
     }
-  }
-  RemoveFoldedSteps(plan, outer_reads, folded);
+    if (conv.inputs.size() < 3) conv.inputs.resize(3, -1);
+    conv.addend_input = static_cast<int>(conv.inputs.size());
+    conv.inputs.push_back(other);
+    return true;
+  });
+}
+
+void FuseMatMulBias(GraphPlan& plan, std::vector<std::vector<int>>& outer_reads, const std::vector<bool>& keep) {
+  FoldAddsIntoProducers(plan, outer_reads, keep, [&](int source, const SlotUses&, int, int row) {
+    PlanStep& matmul = plan.steps[source];
+    const Tensor* bias = InitializerOf(plan, row);
+    if (bias == nullptr || bias->dtype() != DType::kFloat32 || bias->rank() != 1 || matmul.device != DeviceKind::kCpu ||
+        !matmul.kernel || !matmul.kernel->fuses_bias_add || matmul.outputs.size() != 1 || matmul.inputs.size() != 2 ||
+        matmul.activation.kind != FusedActivationKind::kNone || matmul.bias_input >= 0 || matmul.widened_output) {
+      return false;
+    }
+    const Tensor* weights = matmul.inputs[1] < 0 ? nullptr : InitializerOf(plan, matmul.inputs[1]);
+    if (weights == nullptr || weights->dtype() != DType::kFloat32 || weights->rank() < 2 ||
+        weights->shape().back() != bias->shape()[0]) {
+      return false;
+    }
+    matmul.bias_input = static_cast<int>(matmul.inputs.size());
+    matmul.inputs.push_back(row);
+    return true;
+  });
 }
 
 namespace {
