@@ -55,8 +55,9 @@ Status MatMulCpu(KernelContext& context) {
   problem.c_dims.assign(c_shape.begin(), c_shape.end());
   problem.activation = context.fused_activation();
   if (const Tensor* bias = context.fused_bias()) {
-    // float32 only: the one rounding of A @ B + bias is then the MatMul's rounding and
-    // the Add's, as the separate nodes give them (not so for float16/bfloat16 outputs).
+    // float32 only: the product's sums are float32 values already, which the MatMul node
+    // stores as they are, so the row added before they are stored is rounded once, as
+    // the Add node rounds it. A float16/bfloat16 product is rounded before its Add.
     if (bias->dtype() != DType::kFloat32 || y_dtype != DType::kFloat32 || bias->num_elements() != c_shape.back()) {
       return context.Error(ErrorCode::kInternal, "a bias Add folded into this MatMul does not fit its float32 output " +
                                                      ShapeToString(y_shape) + ": " + std::string(DTypeName(bias->dtype())) +
