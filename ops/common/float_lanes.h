@@ -153,28 +153,46 @@ ONNX_AMP_LANES_INLINE Lanes LanesOfBits(LaneInts bits) {
   return x;
 }
 
+// exp(r) and n for x = n ln 2 + r, |r| <= ln 2 / 2 (ln 2 in two parts, Cody and Waite),
+// exp(r) by Cephes' expf polynomial; x in [-87, 88.8] (or NaN), n as integers in k.
+ONNX_AMP_LANES_INLINE Lanes ExpOfReduced(Lanes x, LaneInts& k) {
+  const Lanes n = FloorLanes(x * 1.44269504088896341f + 0.5f);
+  Lanes r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  constexpr float kExpR[] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
+                             4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
+  k = __builtin_convertvector(n, LaneInts);
+  return PolynomialLanes(r, kExpR) * (r * r) + r + 1.0f;
+}
+
+constexpr float kExpSmallest = -87.3365447f;  // ln(FLT_MIN)
+
 // exp(x) per lane, within 3 float32 units of roundoff (measured in float_lanes_test):
-// x = n ln 2 + r with |r| <= ln 2 / 2 (ln 2 in two parts, Cody and Waite), exp(r) by
-// Cephes' expf polynomial, and 2^n applied as two factors so that n = 128 still overflows
+// exp(r) 2^n (ExpOfReduced), 2^n applied as two factors so that n = 128 still overflows
 // to +inf. Results below FLT_MIN (x < -87.34) are 0: Intel CPUs take a microcode assist,
 // a hundred cycles and more, for each subnormal result, and an attention mask's -10000
 // sends whole rows there. exp(-inf) = 0, exp(+inf) = +inf, NaN stays NaN.
 ONNX_AMP_LANES_INLINE Lanes ExpLanes(Lanes x) {
-  constexpr float kSmallest = -87.3365447f;  // ln(FLT_MIN)
-  // Lanes below kSmallest compute exp(-87), a normal number, and are set to 0 at the end;
-  // lanes above 88.8 overflow.
-  Lanes clamped = x < kSmallest ? SplatLanes(-87.0f) : x;
+  // Lanes below kExpSmallest compute exp(-87), a normal number, and are set to 0 at the
+  // end; lanes above 88.8 overflow.
+  Lanes clamped = x < kExpSmallest ? SplatLanes(-87.0f) : x;
   clamped = clamped > 88.8f ? SplatLanes(88.8f) : clamped;
-  const Lanes n = FloorLanes(clamped * 1.44269504088896341f + 0.5f);
-  Lanes r = clamped - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  constexpr float kExpR[] = {1.9875691500e-4f, 1.3981999507e-3f, 8.3334519073e-3f,
-                             4.1665795894e-2f, 1.6666665459e-1f, 5.0000001201e-1f};
-  const Lanes exp_r = PolynomialLanes(r, kExpR) * (r * r) + r + 1.0f;
-  const LaneInts k = __builtin_convertvector(n, LaneInts);
+  LaneInts k;
+  const Lanes exp_r = ExpOfReduced(clamped, k);
   const LaneInts half = k >> 1;  // n in [-126, 128]: both factors are normal
   Lanes result = exp_r * Pow2Lanes(half) * Pow2Lanes(k - half);
-  result = x < kSmallest ? SplatLanes(0.0f) : result;
+  result = x < kExpSmallest ? SplatLanes(0.0f) : result;
+  return x != x ? x : result;
+}
+
+// ExpLanes(x) for x <= 0 (or NaN), bit for bit, in fewer steps: with n in [-126, 0], 2^n
+// is one normal factor, exact wherever the two are (exp(r) 2^n rounded once either way),
+// and nothing overflows. For the softmax (x - max), erf (-x^2) and the sigmoid (-|x|).
+ONNX_AMP_LANES_INLINE Lanes ExpNonPositiveLanes(Lanes x) {
+  LaneInts k;
+  const Lanes exp_r = ExpOfReduced(x < kExpSmallest ? SplatLanes(-87.0f) : x, k);
+  Lanes result = exp_r * Pow2Lanes(k);
+  result = x < kExpSmallest ? SplatLanes(0.0f) : result;
   return x != x ? x : result;
 }
 
@@ -196,7 +214,7 @@ ONNX_AMP_LANES_INLINE Lanes ErfLanes(Lanes x) {
                             2.517561079e-04f, -8.624470211e-04f, 2.813633997e-03f, -8.920787834e-03f,
                             2.715671062e-02f, -7.890250534e-02f, 2.175082117e-01f};
   const Lanes near_zero = a * PolynomialLanes(s, kNearZero);
-  const Lanes far = 1.0f - ExpLanes(-s) * PolynomialLanes(a - 2.4125f, kFar);
+  const Lanes far = 1.0f - ExpNonPositiveLanes(-s) * PolynomialLanes(a - 2.4125f, kFar);
   const Lanes magnitude = a <= 0.875f ? near_zero : far;
   const Lanes result = LanesOfBits(BitsOf(magnitude) | sign);
   return x != x ? x : result;
@@ -224,7 +242,7 @@ ONNX_AMP_LANES_INLINE Lanes TanhLanes(Lanes x) {
 // exp's are. NaN stays NaN.
 ONNX_AMP_LANES_INLINE Lanes SigmoidLanes(Lanes x) {
   const Lanes a = LanesOfBits(BitsOf(x) & 0x7FFFFFFF);
-  const Lanes e = ExpLanes(-a);
+  const Lanes e = ExpNonPositiveLanes(-a);
   const Lanes denominator = 1.0f + e;
   const Lanes positive = 1.0f / denominator;
   const Lanes negative = e / denominator;

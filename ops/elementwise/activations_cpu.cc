@@ -144,7 +144,7 @@ ONNX_AMP_CPU_CLONES void ApplySlope(const Slope& slope, const float* g, const fl
 struct GeluLaneSlope {
   ONNX_AMP_LANES_INLINE Lanes operator()(Lanes x) const {
     const Lanes cdf = 0.5f * (1.0f + ErfLanes(x * static_cast<float>(0.70710678118654752440)));
-    const Lanes pdf = ExpLanes(-0.5f * x * x) * static_cast<float>(0.39894228040143267794);
+    const Lanes pdf = ExpNonPositiveLanes(-0.5f * x * x) * static_cast<float>(0.39894228040143267794);
     return cdf + x * pdf;
   }
 };

@@ -54,13 +54,13 @@ ONNX_AMP_LANES_INLINE void LaneSoftmaxRows(SoftmaxKind kind, const float* x, flo
 #pragma GCC unroll 4
   for (int g = 0; g < G; ++g) {
     max[g] = SplatLanes(FoldMax(max_lanes[g]));
-    tail_exp[g] = has_tail ? ExpLanes(LoadLanes(tail[g]) - max[g]) : SplatLanes(0.0f);
+    tail_exp[g] = has_tail ? ExpNonPositiveLanes(LoadLanes(tail[g]) - max[g]) : SplatLanes(0.0f);
     sums[g] = tail_exp[g];
   }
   for (int64_t i = 0; i < body; i += kLanes) {
 #pragma GCC unroll 4
     for (int g = 0; g < G; ++g) {
-      const Lanes e = ExpLanes(LoadLanes(x + g * count + i) - max[g]);
+      const Lanes e = ExpNonPositiveLanes(LoadLanes(x + g * count + i) - max[g]);
       if (kind == SoftmaxKind::kSoftmax) StoreLanes(e, y + g * count + i);
       sums[g] += e;
     }
@@ -117,7 +117,7 @@ ONNX_AMP_CPU_CLONES void LaneSoftmaxColumns(SoftmaxKind kind, float* block, int6
   for (int64_t k = 0; k < count; ++k) max = MaxLanes(max, LoadLanes(block + k * kLanes));
   Lanes sum = SplatLanes(0.0f);
   for (int64_t k = 0; k < count; ++k) {
-    const Lanes e = ExpLanes(LoadLanes(block + k * kLanes) - max);
+    const Lanes e = ExpNonPositiveLanes(LoadLanes(block + k * kLanes) - max);
     if (kind == SoftmaxKind::kSoftmax) StoreLanes(e, block + k * kLanes);
     sum += e;
   }

@@ -113,6 +113,31 @@ TEST(FloatLanesTest, ExpSpecialValues) {
   EXPECT_EQ(y[15], 1.0f);
 }
 
+// ExpNonPositiveLanes is ExpLanes bit for bit wherever it applies: every 257th float32
+// at or below -0 by bit pattern (-0 to -inf, about 8 million values, every exponent), the
+// floats around the flush to zero near -87.34 and where n = floor(x log2 e + 1/2) steps,
+// and NaN.
+TEST(FloatLanesTest, ExpOfNonPositiveValuesIsExpBitForBit) {
+  std::vector<float> x;
+  for (uint32_t bits = BitsOfFloat(-0.0f); bits <= BitsOfFloat(-std::numeric_limits<float>::infinity()); bits += 257) {
+    x.push_back(FloatOfBits(bits));
+  }
+  for (float edge : {-87.3365447f, -87.0f, -0.5f * 0.693147181f, -1.5f * 0.693147181f, -125.5f * 0.693147181f}) {
+    float v = edge;
+    for (int i = 0; i < 64; ++i) v = std::nextafter(v, 0.0f);
+    for (int i = 0; i < 128; ++i, v = std::nextafter(v, -1000.0f)) x.push_back(v);
+  }
+  x.push_back(-std::numeric_limits<float>::infinity());
+  x.push_back(-std::numeric_limits<float>::quiet_NaN());
+  x.push_back(std::numeric_limits<float>::quiet_NaN());
+  while (x.size() % kLanes != 0) x.push_back(-1.0f);
+  const std::vector<float> general = ExpOf(x);
+  const std::vector<float> non_positive = LanesOf([](Lanes v) { return ExpNonPositiveLanes(v); }, x);
+  for (size_t i = 0; i < x.size(); ++i) {
+    ASSERT_EQ(BitsOfFloat(non_positive[i]), BitsOfFloat(general[i])) << "exp(" << x[i] << ")";
+  }
+}
+
 // Every 1024th positive float32 by bit pattern (subnormals to the largest; about 2 million
 // values) and every float32 within 64 steps of 1, where log is near 0: |log - ref| <= 3 u
 // |ref|, plus half the smallest subnormal. And the special values.
