@@ -1,8 +1,9 @@
 // Activation fusion and weight prepacking in the CPU executor: a Conv/Gemm/MatMul with
-// its Relu / LeakyRelu / Clip folded in, and constant weights kept in oneDNN's layout,
-// must give bit-identical outputs to the unfused, unpacked plan (ReLU-like ops commute
-// with the one output rounding), in float32 and in the mixed_float16 / mixed_bfloat16
-// conversions; a captured intermediate keeps its own step.
+// its Relu / LeakyRelu / Clip folded in, a float32 MatMul with its bias Add folded in, and
+// constant weights kept in oneDNN's layout, must give bit-identical outputs to the
+// unfused, unpacked plan (ReLU-like ops commute with the one output rounding), in float32
+// and in the mixed_float16 / mixed_bfloat16 conversions; a captured intermediate keeps its
+// own step.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
