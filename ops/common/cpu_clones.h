@@ -9,6 +9,8 @@
 // in the baseline one: the same bits, slowly, on CPUs older than AVX2.
 #pragma once
 
+#include <string>
+
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define ONNX_AMP_CPU_CLONES __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
 #define ONNX_AMP_CPU_CLONES_BUILT 1
@@ -16,3 +18,11 @@
 #define ONNX_AMP_CPU_CLONES
 #define ONNX_AMP_CPU_CLONES_BUILT 0
 #endif
+
+namespace onnx_amp {
+
+// The clone the loader picks on this CPU, for `onnx-amp --version`: the check GCC's
+// resolver makes (__builtin_cpu_supports), read the same way.
+std::string DescribeCpuClones();
+
+}  // namespace onnx_amp

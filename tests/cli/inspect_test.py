@@ -272,6 +272,15 @@ class UsageTest(unittest.TestCase):
                     if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags
                     else "direct kernels (oneDNN has no Winograd kernels on this CPU)")
         self.assertEqual(lines[5], "CPU: 3x3 stride-1 convolutions of 64+ channels: " + winograd)
+        # The clone of the element-wise loops the loader picks (ops/common/cpu_clones.h):
+        # AVX-512, else x86-64-v3 (AVX2, FMA, F16C, BMI1/2, LZCNT, MOVBE), else the baseline.
+        loops = "CPU: element-wise, softmax and normalisation loops: "
+        if "avx512f" in flags:
+            self.assertEqual(lines[6], loops + "avx512 clone")
+        elif {"avx2", "fma", "f16c", "bmi1", "bmi2", "abm", "movbe"} <= flags:
+            self.assertEqual(lines[6], loops + "x86-64-v3 clone (AVX2 with FMA)")
+        else:
+            self.assertTrue(lines[6].startswith(loops + "baseline x86-64 clone"), lines[6])
         # A value that is neither 0 nor 1 is named, not taken silently.
         bad = run_cli("--version", env=dict(os.environ, ONNX_AMP_CONV_WINOGRAD="off"))
         self.assertEqual(bad.returncode, 0)
@@ -283,10 +292,10 @@ class UsageTest(unittest.TestCase):
         if ARGS.cuda:
             # The libraries loaded, then those the build was compiled against.
             version = r"\d+\.\d+(\.\d+)?"
-            self.assertRegex(lines[6], r"^CUDA runtime (%s|unavailable), cuBLASLt %s, cuDNN %s \(built with CUDA %s, "
+            self.assertRegex(lines[7], r"^CUDA runtime (%s|unavailable), cuBLASLt %s, cuDNN %s \(built with CUDA %s, "
                                        r"cuBLASLt %s, cuDNN %s\)$" % ((version,) * 6))
         else:
-            self.assertEqual(len(lines), 6)
+            self.assertEqual(len(lines), 7)
 
     def test_version_names_the_instruction_set_cap_and_rejects_unknown_ones(self):
         # ONNX_AMP_MAX_CPU_ISA (runtime/core/cpu_isa_cap.h) caps our kernels' paths and oneDNN's.

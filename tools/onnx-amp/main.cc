@@ -13,6 +13,7 @@
 #include <string>
 
 #include "ops/common/bf16_kernel_choice.h"
+#include "ops/common/cpu_clones.h"
 #include "ops/common/few_rows_matmul.h"
 #include "ops/conv/few_channels_conv.h"
 #include "ops/conv/few_pixels_conv.h"
@@ -36,7 +37,8 @@ std::string IsaCapText() {
 }
 
 // The version, the CPU's kernel choices (bfloat16 products, products of a few rows,
-// first-layer convolutions, convolutions of a few pixels, Winograd convolutions), and
+// first-layer convolutions, convolutions of a few pixels, Winograd convolutions, the
+// element-wise loops' clone), and
 // with CUDA compiled in a line with the CUDA runtime, cuBLASLt and cuDNN versions loaded
 // and built against.
 std::string VersionText() {
@@ -47,7 +49,7 @@ std::string VersionText() {
                                : std::string(onnx_amp::FewRowsPathName(onnx_amp::CurrentFewRowsPath())) +
                                      " kernels streaming the weights once") +
                           "\nCPU: " + onnx_amp::DescribeFewChannelsConv() + "\nCPU: " + onnx_amp::DescribeFewPixelsConv() +
-                          "\nCPU: " + onnx_amp::DescribeWinograd() +
+                          "\nCPU: " + onnx_amp::DescribeWinograd() + "\nCPU: " + onnx_amp::DescribeCpuClones() +
                           IsaCapText();
 #if ONNX_AMP_WITH_CUDA
   return std::string("onnx-amp ") + ONNX_AMP_VERSION + " (CUDA support: compiled in)" + cpu + "\n" +
