@@ -98,19 +98,19 @@ __attribute__((target("avx512f"))) void MaxPool2x2RowChannelsLastLowAvx512(const
   }
 }
 
-// The AVX-512 kernels' work on AVX2, 8 channels at a time (whole blocks of 8 only): a tap
-// through ReluOp when kRelu, as LoadTap16.
+// The AVX-512 kernels' work on AVX2, 8 channels at a time (whole blocks of 8 only; as
+// PoolsRunAvx2 holds, the CPU has the FMA and F16C of Avx2Floats' target): a tap through
+// ReluOp when kRelu, as LoadTap16.
 template <bool kRelu>
-__attribute__((target("avx2"))) inline __m256 LoadTap8(const float* values) {
+ONNX_AMP_AVX2_FLOATS inline __m256 LoadTap8(const float* values) {
   const __m256 tap = _mm256_loadu_ps(values);
   if constexpr (!kRelu) return tap;
-  const __m256 zero = _mm256_setzero_ps();
-  return _mm256_blendv_ps(tap, zero, _mm256_cmp_ps(tap, zero, _CMP_LT_OQ));
+  return Avx2Floats::Relu(tap);
 }
 
 template <bool kRelu>
-__attribute__((target("avx2"))) void MaxPool2x2RowChannelsLastAvx2(const float* top, const float* bottom,
-                                                                  int64_t out_w, int64_t channels, float* acc) {
+ONNX_AMP_AVX2_FLOATS void MaxPool2x2RowChannelsLastAvx2(const float* top, const float* bottom, int64_t out_w,
+                                                        int64_t channels, float* acc) {
   for (int64_t ow = 0; ow < out_w; ++ow) {
     const float* t = top + 2 * ow * channels;
     const float* b = bottom + 2 * ow * channels;
@@ -124,8 +124,7 @@ __attribute__((target("avx2"))) void MaxPool2x2RowChannelsLastAvx2(const float* 
   }
 }
 
-// The same on float16/bfloat16 rows, 8 channels at a time (PoolsRunAvx2 holds, so the
-// CPU has the FMA and F16C of Avx2Floats' target).
+// The same on float16/bfloat16 rows, 8 channels at a time.
 template <DType kDtype>
 ONNX_AMP_AVX2_FLOATS void MaxPool2x2RowChannelsLastLowAvx2(const uint16_t* top, const uint16_t* bottom,
                                                            int64_t out_w, int64_t channels, uint16_t* out) {
